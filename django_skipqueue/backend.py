@@ -1,0 +1,126 @@
+"""SkipQueueBackend: the ``django.tasks`` backend that stores jobs in the database."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.core.checks import CheckMessage
+from django.tasks import DEFAULT_TASK_QUEUE_NAME, Task, TaskResult
+from django.tasks.backends.base import BaseTaskBackend
+from django.tasks.exceptions import TaskResultDoesNotExist
+from django.tasks.signals import task_enqueued
+
+from . import checks
+from .enqueue import build_job, insert_job, insert_jobs
+from .exceptions import InvalidQueueName, InvalidTaskOption
+from .models import Job
+from .results import build_result, task_for_job
+from .tasks import SkipQueueTask, resolve_task
+
+QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
+
+
+class SkipQueueBackend(BaseTaskBackend):
+    task_class = SkipQueueTask
+
+    # Jobs with a future run_after wait as SCHEDULED until due.
+    supports_defer = True
+    # Coroutine tasks run on the worker's event loop.
+    supports_async_task = True
+    # Results live in the jobs table and are readable from any process.
+    supports_get_result = True
+    # Claims take the highest priority first, then the oldest job.
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        # Kept in settings order: workers claim from queues in this order by default.
+        self.queue_names: list[str] = list(params.get("QUEUES", [DEFAULT_TASK_QUEUE_NAME]))
+        self.database: str = self.options.get("DATABASE", "default")
+
+    def validate_task(self, task: Task) -> None:
+        """Refuse a Task this backend cannot store or run, with a specific error."""
+        if not QUEUE_NAME_PATTERN.match(task.queue_name):
+            raise InvalidQueueName(
+                f"Queue name {task.queue_name!r} is invalid: use 1-64 letters, digits, "
+                "'_', '.', ':' or '-', starting with a letter or digit."
+            )
+        super().validate_task(task)
+        validate_options(task)
+
+    def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
+        """Insert a job on the queue's connection, inside the caller's transaction if any."""
+        self.validate_task(task)
+        job, created = insert_job(build_job(task, args, kwargs), self.database)
+        result = self._result(job, task if created else None)
+        if created:
+            task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def enqueue_many(self, calls: Iterable[TaskCall]) -> list[TaskResult]:
+        """Enqueue many task calls with multi-row INSERTs; return their results in order.
+
+        Calls with an idempotency key are inserted one by one so that each key stays
+        race-free; the rest go in batches.
+        """
+        calls = list(calls)
+        for task, _, _ in calls:
+            self.validate_task(task)
+        jobs = [build_job(task, args, kwargs) for task, args, kwargs in calls]
+        plain = insert_jobs([job for job in jobs if job.idempotency_key is None], self.database)
+        results = self._results_in_order(calls, jobs, plain)
+        for result in results:
+            task_enqueued.send(type(self), task_result=result)
+        return results
+
+    def _results_in_order(
+        self, calls: list[TaskCall], jobs: list[Job], plain: list[Job]
+    ) -> list[TaskResult]:
+        plain_iter = iter(plain)
+        results = []
+        for (task, _, _), job in zip(calls, jobs, strict=True):
+            if job.idempotency_key is None:
+                job = next(plain_iter)
+            else:
+                job, _ = insert_job(job, self.database)
+            results.append(self._result(job, task))
+        return results
+
+    def get_result(self, result_id: str) -> TaskResult:
+        """Retrieve a task result by id."""
+        try:
+            job = Job.objects.using(self.database).get(pk=int(result_id))
+        except (ValueError, TypeError, Job.DoesNotExist):
+            raise TaskResultDoesNotExist(result_id) from None
+        return self._result(job)
+
+    def _result(self, job: Job, task: Task | None = None) -> TaskResult:
+        task = task or resolve_task(job.task_path)
+        return build_result(job, task_for_job(task, job), self.alias)
+
+    def check(self, **kwargs: Any) -> list[CheckMessage]:
+        return checks.check_backend(self)
+
+
+def validate_options(task: Task) -> None:
+    """Check this backend's per-task options (see SkipQueueTask)."""
+    _check_range(task, "max_attempts", 1, 1000)
+    _check_range(task, "lease", 1, 86_400)
+    _check_range(task, "timeout", 1, 7 * 86_400)
+    backoff = getattr(task, "retry_backoff", None)
+    if backoff is not None and not (isinstance(backoff, int | float) and backoff >= 0):
+        raise InvalidTaskOption(f"retry_backoff must be a number of seconds >= 0, not {backoff!r}.")
+    key = getattr(task, "idempotency_key", None)
+    if key is not None and not (isinstance(key, str) and 0 < len(key) <= 191):
+        raise InvalidTaskOption("idempotency_key must be a string of 1 to 191 characters.")
+
+
+def _check_range(task: Task, name: str, low: int, high: int) -> None:
+    value = getattr(task, name, None)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidTaskOption(f"{name} must be a whole number from {low} to {high}, not {value!r}.")

@@ -1,0 +1,106 @@
+"""System checks, each with an id documented in docs/reference/checks.md."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Warning
+from django.db import connections
+
+if TYPE_CHECKING:
+    from .backend import SkipQueueBackend
+
+HINT = "See https://django-skipqueue.readthedocs.io/en/latest/reference/checks.html"
+
+
+def check_backend(backend: SkipQueueBackend) -> list[CheckMessage]:
+    """Run every check that concerns one configured backend."""
+    if backend.database not in settings.DATABASES:
+        return [
+            Error(
+                f"Task backend {backend.alias!r} uses database {backend.database!r}, "
+                "which is not in DATABASES.",
+                hint=HINT,
+                id="django_skipqueue.E002",
+            )
+        ]
+    return [
+        *check_database(backend.database),
+        *check_time_zone(),
+        *check_queue_names(backend),
+    ]
+
+
+def check_database(alias: str) -> list[CheckMessage]:
+    """Check the queue's database supports a safe claim; never opens a connection."""
+    connection = connections[alias]
+    if connection.vendor == "sqlite":
+        return _check_sqlite(alias, connection.settings_dict)
+    if not connection.features.has_select_for_update_skip_locked:
+        return [
+            Error(
+                f"Database {alias!r} ({connection.vendor}) has no SELECT ... FOR UPDATE "
+                "SKIP LOCKED; use MySQL 8.0+, MariaDB 10.6+ or PostgreSQL.",
+                hint=HINT,
+                id="django_skipqueue.E001",
+            )
+        ]
+    if connection.vendor == "mysql":
+        return _check_isolation(alias, connection.settings_dict)
+    return []
+
+
+def _check_isolation(alias: str, settings_dict: dict) -> list[CheckMessage]:
+    level = settings_dict.get("OPTIONS", {}).get("isolation_level", "read committed")
+    if level and level.lower() == "read committed":
+        return []
+    return [
+        Warning(
+            f"Database {alias!r} is configured with isolation_level={level!r}. Claims "
+            "should run at READ COMMITTED: at REPEATABLE READ locking reads take gap and "
+            "next-key locks that deadlock claimers and block enqueues.",
+            hint=HINT,
+            id="django_skipqueue.W001",
+        )
+    ]
+
+
+def _check_sqlite(alias: str, settings_dict: dict) -> list[CheckMessage]:
+    mode = settings_dict.get("OPTIONS", {}).get("transaction_mode")
+    if mode and mode.upper() in ("IMMEDIATE", "EXCLUSIVE"):
+        return []
+    return [
+        Warning(
+            f"SQLite database {alias!r} has no SKIP LOCKED: claims are only serialised when "
+            "OPTIONS has transaction_mode='IMMEDIATE'. SQLite is for development.",
+            hint=HINT,
+            id="django_skipqueue.W002",
+        )
+    ]
+
+
+def check_time_zone() -> list[CheckMessage]:
+    if settings.USE_TZ:
+        return []
+    return [
+        Error(
+            "django-skipqueue needs USE_TZ = True: leases are computed in UTC by the database.",
+            hint=HINT,
+            id="django_skipqueue.E003",
+        )
+    ]
+
+
+def check_queue_names(backend: SkipQueueBackend) -> list[CheckMessage]:
+    from .backend import QUEUE_NAME_PATTERN
+
+    return [
+        Error(
+            f"Task backend {backend.alias!r} has an invalid queue name {name!r}.",
+            hint=HINT,
+            id="django_skipqueue.E004",
+        )
+        for name in backend.queue_names
+        if not QUEUE_NAME_PATTERN.match(name)
+    ]

@@ -1,0 +1,45 @@
+"""Exceptions raised by django-skipqueue."""
+
+from __future__ import annotations
+
+from django.tasks.exceptions import InvalidTask
+
+
+class SkipQueueError(Exception):
+    """Base class for django-skipqueue errors. Do not raise directly."""
+
+
+class InvalidPayload(InvalidTask):
+    """The task's arguments cannot be stored as JSON."""
+
+
+class PayloadTooLarge(InvalidPayload):
+    """The task's serialised arguments exceed the configured size limit."""
+
+
+class InvalidQueueName(InvalidTask):
+    """The queue name is not a valid queue identifier."""
+
+
+class InvalidTaskOption(InvalidTask):
+    """A skipqueue task option (max_attempts, lease, timeout, ...) is invalid."""
+
+
+class LeaseLost(SkipQueueError):
+    """A fenced transition matched no row: another owner or the reaper took the job."""
+
+
+class JobCancelled(SkipQueueError):
+    """Recorded as the error of a job that was cancelled before it finished."""
+
+
+class LeaseExpired(SkipQueueError):
+    """Recorded as the error of an attempt whose worker stopped renewing its lease."""
+
+
+class JobTimedOut(SkipQueueError):
+    """Recorded as the error of an attempt that ran past its task's timeout."""
+
+
+class TaskNotFound(SkipQueueError):
+    """Recorded as the error of a job whose task path no longer names a Task."""

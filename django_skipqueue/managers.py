@@ -1,0 +1,128 @@
+"""Named job states as querysets, and claim(): the only query that locks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.db import models, transaction
+from django.db.models import Case, F, Value, When
+
+from .dbretry import retry_whole_transaction
+from .dbtime import DatabaseNow, DatabaseNowPlus
+
+if TYPE_CHECKING:
+    from .models import Job
+
+# Importing models here would be circular; the manager reads the statuses lazily.
+READY, SCHEDULED, CLAIMED = "ready", "scheduled", "claimed"
+FINISHED = ("succeeded", "failed", "cancelled")
+CLAIM_ORDER = ("priority_rank", "id")
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    def ready(self) -> JobQuerySet:
+        return self.filter(status=READY)
+
+    def scheduled(self) -> JobQuerySet:
+        return self.filter(status=SCHEDULED)
+
+    def claimed(self) -> JobQuerySet:
+        return self.filter(status=CLAIMED)
+
+    def finished(self) -> JobQuerySet:
+        return self.filter(status__in=FINISHED)
+
+    def in_queue(self, queue_name: str) -> JobQuerySet:
+        return self.filter(queue_name=queue_name)
+
+    def due(self) -> JobQuerySet:
+        """Scheduled jobs whose run_after has passed, by the database clock."""
+        return self.scheduled().filter(run_after__lte=DatabaseNow())
+
+    def expired(self) -> JobQuerySet:
+        """Claimed jobs whose lease has run out, by the database clock."""
+        return self.claimed().filter(lease_until__lt=DatabaseNow())
+
+    def held_by(self, owner: str) -> JobQuerySet:
+        return self.claimed().filter(owner=owner)
+
+    def finished_before(self, moment: datetime) -> JobQuerySet:
+        return self.finished().filter(finished_at__lt=moment)
+
+    def in_claim_order(self) -> JobQuerySet:
+        return self.order_by(*CLAIM_ORDER)
+
+
+class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[misc]
+    def claim(
+        self,
+        queues: Sequence[str],
+        *,
+        limit: int,
+        owner: str,
+        lease: float | None = None,
+    ) -> list[Job]:
+        """Claim up to ``limit`` ready jobs from ``queues``, in that order, for ``owner``.
+
+        One short transaction per queue locks only keys, in exactly the claim index's order,
+        and marks them claimed; the payloads are read after commit so no lock waits on them.
+        ``lease`` (seconds) overrides each job's own lease length.
+        """
+        if limit < 1:
+            raise ValueError("limit must be at least 1.")
+        claimed_ids: list[int] = []
+        for queue_name in queues:
+            wanted = limit - len(claimed_ids)
+            if wanted <= 0:
+                break
+            claimed_ids += retry_whole_transaction(
+                self.db, lambda q=queue_name, n=wanted: self._claim_from(q, n, owner, lease)
+            )
+        if not claimed_ids:
+            return []
+        return list(self.filter(pk__in=claimed_ids).in_claim_order())
+
+    def _claim_from(
+        self, queue_name: str, limit: int, owner: str, lease: float | None
+    ) -> list[int]:
+        with transaction.atomic(using=self.db):
+            ids = list(
+                self.ready()
+                .in_queue(queue_name)
+                .in_claim_order()
+                .select_for_update(skip_locked=True)
+                .values_list("pk", flat=True)[:limit]
+            )
+            if ids:
+                self.filter(pk__in=ids).update(**claimed_fields(owner, lease))
+        return ids
+
+    def ids_in(self, ids: Iterable[int]) -> JobQuerySet:
+        return self.filter(pk__in=list(ids))
+
+
+def claimed_fields(owner: str, lease: float | None) -> dict[str, object]:
+    """Return the UPDATE assignments that turn a ready row into a leased claim."""
+    now = DatabaseNow()
+    return {
+        "status": CLAIMED,
+        "owner": owner,
+        "lease_until": DatabaseNowPlus(F("lease_seconds") if lease is None else lease),
+        "attempts": F("attempts") + 1,
+        "started_at": Case(When(started_at__isnull=True, then=now), default=F("started_at")),
+        "last_attempted_at": now,
+    }
+
+
+def released_fields() -> dict[str, object]:
+    """Return the assignments that give a claimed, never-started job back without cost."""
+    # started_at first: MySQL evaluates SET left to right, so it must see the old attempts.
+    return {
+        "started_at": Case(When(attempts__lte=1, then=Value(None)), default=F("started_at")),
+        "status": READY,
+        "owner": None,
+        "lease_until": None,
+        "attempts": F("attempts") - 1,
+    }

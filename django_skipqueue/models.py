@@ -1,0 +1,120 @@
+"""The jobs table: one row per job, shaped around the claim query."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.db import models
+from django.tasks import DEFAULT_TASK_QUEUE_NAME
+from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
+
+from .managers import JobManager
+
+
+class JobStatus(models.TextChoices):
+    # Waiting for run_after; promoted to READY when due, so claims never scan future jobs.
+    SCHEDULED = "scheduled", "Scheduled"
+    # Waiting to be claimed.
+    READY = "ready", "Ready"
+    # Leased by a worker (owner, lease_until) and running or about to run.
+    CLAIMED = "claimed", "Claimed"
+    SUCCEEDED = "succeeded", "Succeeded"
+    # Attempts spent, or an error that is not retried.
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+#: States a job can still leave on its own; the rest is history for purge.
+ACTIVE_STATUSES = (JobStatus.SCHEDULED, JobStatus.READY, JobStatus.CLAIMED)
+FINISHED_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+#: States in which an idempotency key blocks a new job with the same key.
+KEYED_STATUSES = (*ACTIVE_STATUSES, JobStatus.SUCCEEDED)
+
+
+class Job(models.Model):
+    # A monotonic key: inserts append to the B-tree, and it breaks ties in claim order.
+    id = models.BigAutoField(primary_key=True)
+    queue_name = models.CharField(max_length=64, default=DEFAULT_TASK_QUEUE_NAME)
+    priority = models.SmallIntegerField(default=0)
+    # Ascending index order is "highest priority first" on every MySQL/MariaDB version
+    # (descending index columns are ignored before MariaDB 10.8).
+    priority_rank = models.GeneratedField(
+        expression=models.F("priority") * -1,
+        output_field=models.SmallIntegerField(),
+        db_persist=True,
+    )
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.READY)
+    run_after = models.DateTimeField(null=True, blank=True)
+    task_path = models.CharField(max_length=255)
+    args = models.JSONField(default=list)
+    kwargs = models.JSONField(default=dict)
+
+    owner = models.CharField(max_length=128, null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveSmallIntegerField(default=1)
+    lease_seconds = models.PositiveIntegerField(default=60)
+    timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # Set to ask a running job to stop; the worker sees it when it renews the lease.
+    cancel_requested = models.BooleanField(default=False)
+
+    enqueued_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    last_attempted_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    errors = models.JSONField(default=list)
+    return_value = models.JSONField(null=True, blank=True)
+    worker_ids = models.JSONField(default=list)
+
+    idempotency_key = models.CharField(max_length=191, null=True, blank=True)
+    # The key while it must stay unique, NULL otherwise: a plain UNIQUE index on it
+    # makes concurrent enqueues race-free (a unique index allows many NULLs).
+    active_key = models.GeneratedField(
+        expression=models.Case(
+            models.When(status__in=KEYED_STATUSES, then=models.F("idempotency_key")),
+            default=models.Value(None),
+            output_field=models.CharField(max_length=191),
+        ),
+        output_field=models.CharField(max_length=191, null=True),
+        db_persist=True,
+    )
+
+    objects: ClassVar[JobManager] = JobManager()
+
+    class Meta:
+        db_table = "skipqueue_job"
+        indexes = [
+            # Derived from the only claim shape: WHERE status = 'ready' AND queue_name = %s
+            # ORDER BY priority_rank, id LIMIT n. Equalities, then ORDER BY, then the key.
+            # Reaper and status counts read its (status) and (status, queue_name) prefixes.
+            models.Index(
+                fields=["status", "queue_name", "priority_rank", "id"], name="skipqueue_claim"
+            ),
+            # Promotion: WHERE status = 'scheduled' AND run_after <= now ORDER BY run_after.
+            models.Index(fields=["status", "run_after", "id"], name="skipqueue_due"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["active_key"], name="skipqueue_unique_key"),
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=TASK_MIN_PRIORITY)
+                & models.Q(priority__lte=TASK_MAX_PRIORITY),
+                name="skipqueue_priority_range",
+            ),
+        ]
+        permissions = [
+            ("retry_job", "Can retry failed jobs"),
+            ("cancel_job", "Can cancel jobs"),
+            ("pause_queue", "Can pause and resume queues"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_path} #{self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+    def lease_token(self) -> dict[str, Any]:
+        """Return the fence every transition out of CLAIMED is guarded by."""
+        return {"pk": self.pk, "owner": self.owner, "attempts": self.attempts}

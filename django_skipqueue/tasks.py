@@ -1,0 +1,79 @@
+"""The Task class of this backend (per-task options) and safe resolution of stored task paths."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from django.tasks import Task
+
+from .exceptions import TaskNotFound
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkipQueueTask(Task):
+    """A ``django.tasks.Task`` with the options this backend understands.
+
+    Set them with ``@task(max_attempts=3, timeout=30)`` or per call with
+    ``my_task.using(idempotency_key="order-42").enqueue(...)``. None means "the default".
+    """
+
+    # Attempts before the job ends failed (SKIPQUEUE_MAX_ATTEMPTS).
+    max_attempts: int | None = None
+    # Seconds a claim is leased for before the reaper may take it back (SKIPQUEUE_LEASE_SECONDS).
+    lease: int | None = None
+    # Seconds an attempt may run before it is treated as failed; None for no limit.
+    timeout: int | None = None
+    # Base of this task's exponential retry backoff in seconds (SKIPQUEUE_RETRY_BACKOFF).
+    retry_backoff: float | None = None
+    # Commit the task's own database writes together with its completion, fenced.
+    transactional: bool = False
+    # At most one job with this key is waiting, running or succeeded at a time.
+    idempotency_key: str | None = None
+
+    def using(  # type: ignore[override]
+        self,
+        *,
+        priority: int | None = None,
+        queue_name: str | None = None,
+        run_after: datetime | None = None,
+        backend: str | None = None,
+        **options: Any,
+    ) -> SkipQueueTask:
+        """Create a new Task with modified defaults, including this backend's options."""
+        task = Task.using(
+            self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
+        )
+        return replace(task, **options) if options else task  # type: ignore[return-value]
+
+
+_resolved: dict[str, Task] = {}
+
+
+def resolve_task(path: str) -> Task:
+    """Return the Task a stored path names, importing nothing but the module it names.
+
+    Rows are data: a path that names anything other than a Task (``os.system``, say) is
+    refused before it could be called.
+    """
+    task = _resolved.get(path)
+    if task is None:
+        task = _resolved[path] = _import_task(path)
+    return task
+
+
+def _import_task(path: str) -> Task:
+    module_name, _, attribute = path.rpartition(".")
+    if not module_name or not attribute.isidentifier():
+        raise TaskNotFound(f"{path!r} is not a dotted path to a module-level Task.")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise TaskNotFound(f"Cannot import the module of task {path!r}: {error}") from error
+    candidate = vars(module).get(attribute)
+    if not isinstance(candidate, Task):
+        kind = "nothing" if candidate is None else f"a {type(candidate).__qualname__}"
+        raise TaskNotFound(f"{path!r} names {kind}, not a Task; refusing to run it.")
+    return candidate

@@ -1,0 +1,74 @@
+"""Fixtures shared by the suite. Tests run on the database that DATABASE_URL names.
+
+Markers: ``mysql`` (MySQL/MariaDB only: EXPLAIN, handler counters, server control),
+``skip_locked`` (needs real row locks: not SQLite), ``slow``, ``browser``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connection, connections
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    vendor = connection.vendor
+    skip_locked = connection.features.has_select_for_update_skip_locked
+    for item in items:
+        if "mysql" in item.keywords and vendor != "mysql":
+            item.add_marker(pytest.mark.skip(reason="MySQL/MariaDB only"))
+        if "skip_locked" in item.keywords and not skip_locked:
+            item.add_marker(pytest.mark.skip(reason="needs SELECT ... FOR UPDATE SKIP LOCKED"))
+
+
+@pytest.fixture
+def backend():
+    """The configured SkipQueueBackend."""
+    from django.tasks import default_task_backend
+
+    return default_task_backend
+
+
+@pytest.fixture
+def test_database_url(transactional_db: None) -> str:
+    """A DATABASE_URL that points child processes at the current test database."""
+    settings = connection.settings_dict
+    name = settings["NAME"]
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{name}"
+    scheme = {"mysql": "mysql", "postgresql": "postgres"}[connection.vendor]
+    user = settings["USER"] or "root"
+    port = settings["PORT"] or {"mysql": 3306, "postgresql": 5432}[connection.vendor]
+    return f"{scheme}://{user}@{settings['HOST'] or '127.0.0.1'}:{port}/{name}"
+
+
+@pytest.fixture
+def child_env(test_database_url: str) -> dict[str, str]:
+    """Environment for a child process (manage.py, workers) on the test database."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=test_database_url,
+        DJANGO_SETTINGS_MODULE="testproject.settings",
+        PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+@pytest.fixture
+def manage_py() -> list[str]:
+    """The command prefix that runs the test project's manage.py in this interpreter."""
+    return [sys.executable, str(ROOT / "testproject" / "manage.py")]
+
+
+@pytest.fixture
+def close_thread_connections() -> Iterator[None]:
+    """Close connections opened by helper threads so the test database can be flushed."""
+    yield
+    connections.close_all()
