@@ -1,4 +1,4 @@
-"""A crash-safe Django Tasks backend on MySQL/MariaDB, built on SELECT ... FOR UPDATE SKIP LOCKED."""
+"""A crash-safe Django Tasks backend on MySQL/MariaDB, built on FOR UPDATE SKIP LOCKED."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def validate_options(task: Task) -> None:
     _check_range(task, "timeout", 1, 7 * 86_400)
     backoff = getattr(task, "retry_backoff", None)
     if backoff is not None and not (isinstance(backoff, int | float) and backoff >= 0):
-        raise InvalidTaskOption(f"retry_backoff must be a number of seconds >= 0, not {backoff!r}.")
+        raise InvalidTaskOption(f"retry_backoff must be seconds >= 0, not {backoff!r}.")
     key = getattr(task, "idempotency_key", None)
     if key is not None and not (isinstance(key, str) and 0 < len(key) <= 191):
         raise InvalidTaskOption("idempotency_key must be a string of 1 to 191 characters.")
@@ -123,4 +123,6 @@ def _check_range(task: Task, name: str, low: int, high: int) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidTaskOption(f"{name} must be a whole number from {low} to {high}, not {value!r}.")
+        raise InvalidTaskOption(
+            f"{name} must be a whole number from {low} to {high}, not {value!r}."
+        )

@@ -5,11 +5,8 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import TypeVar
 
 from django.db import DatabaseError, connections
-
-T = TypeVar("T")
 
 #: MySQL/MariaDB: 1213 deadlock (whole transaction rolled back), 1205 lock wait timeout.
 MYSQL_RETRYABLE = frozenset({1205, 1213})
@@ -26,7 +23,7 @@ def is_retryable(error: BaseException) -> bool:
     return getattr(cause, "sqlstate", None) in POSTGRES_RETRYABLE
 
 
-def retry_whole_transaction(using: str, work: Callable[[], T], *, attempts: int = 5) -> T:
+def retry_whole_transaction[T](using: str, work: Callable[[], T], *, attempts: int = 5) -> T:
     """Run ``work`` (one complete transaction) again after a deadlock or lock-wait timeout.
 
     Inside a caller's atomic block only part of a transaction would be retried, and 1205

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -77,30 +77,37 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
             wanted = limit - len(claimed_ids)
             if wanted <= 0:
                 break
-            claimed_ids += retry_whole_transaction(
-                self.db, lambda q=queue_name, n=wanted: self._claim_from(q, n, owner, lease)
-            )
+            claimed_ids += self._claim_with_retry(queue_name, wanted, owner, lease)
         if not claimed_ids:
             return []
-        return list(self.filter(pk__in=claimed_ids).in_claim_order())
+        by_id = self.in_bulk(claimed_ids)
+        return [by_id[pk] for pk in claimed_ids]
+
+    def _claim_with_retry(
+        self, queue_name: str, limit: int, owner: str, lease: float | None
+    ) -> list[int]:
+        return retry_whole_transaction(
+            self.db, lambda: self._claim_from(queue_name, limit, owner, lease)
+        )
 
     def _claim_from(
         self, queue_name: str, limit: int, owner: str, lease: float | None
     ) -> list[int]:
         with transaction.atomic(using=self.db):
-            ids = list(
-                self.ready()
-                .in_queue(queue_name)
-                .in_claim_order()
-                .select_for_update(skip_locked=True)
-                .values_list("pk", flat=True)[:limit]
-            )
+            ids: list[int] = list(self.claimable(queue_name)[:limit])
             if ids:
                 self.filter(pk__in=ids).update(**claimed_fields(owner, lease))
         return ids
 
-    def ids_in(self, ids: Iterable[int]) -> JobQuerySet:
-        return self.filter(pk__in=list(ids))
+    def claimable(self, queue_name: str) -> models.QuerySet[Job, int]:
+        """The locking read of a claim: keys only, in exactly the claim index's order."""
+        return (
+            self.ready()
+            .in_queue(queue_name)
+            .in_claim_order()
+            .select_for_update(skip_locked=True)
+            .values_list("pk", flat=True)
+        )
 
 
 def claimed_fields(owner: str, lease: float | None) -> dict[str, object]:

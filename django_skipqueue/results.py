@@ -34,7 +34,7 @@ def build_result(job: Job, task: Task, backend_alias: str) -> TaskResult:
     worker_ids = list(job.worker_ids)
     if job.status == JobStatus.CLAIMED and job.owner:
         worker_ids.append(job.owner)
-    result = TaskResult(
+    result: TaskResult = TaskResult(
         task=task,
         id=str(job.pk),
         status=TASK_STATUS[JobStatus(job.status)],

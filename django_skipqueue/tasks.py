@@ -33,7 +33,7 @@ class SkipQueueTask(Task):
     # At most one job with this key is waiting, running or succeeded at a time.
     idempotency_key: str | None = None
 
-    def using(  # type: ignore[override]
+    def using(
         self,
         *,
         priority: int | None = None,
@@ -43,7 +43,7 @@ class SkipQueueTask(Task):
         **options: Any,
     ) -> SkipQueueTask:
         """Create a new Task with modified defaults, including this backend's options."""
-        task = Task.using(
+        task: Task = Task.using(
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
         )
         return replace(task, **options) if options else task  # type: ignore[return-value]

@@ -74,7 +74,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {
-        "django_skipqueue": {"handlers": ["console"], "level": env.str("SKIPQUEUE_LOG_LEVEL", "INFO")},
+        "django_skipqueue": {
+            "handlers": ["console"],
+            "level": env.str("SKIPQUEUE_LOG_LEVEL", default="INFO"),
+        },
         "django.tasks": {"handlers": ["console"], "level": "WARNING"},
     },
 }

@@ -30,9 +30,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def backend():
     """The configured SkipQueueBackend."""
-    from django.tasks import default_task_backend
+    from django.tasks import task_backends
 
-    return default_task_backend
+    return task_backends["default"]
 
 
 @pytest.fixture
