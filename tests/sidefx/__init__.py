@@ -1,0 +1,1 @@
+"""A package whose submodule has an import side effect (see test_security)."""
