@@ -12,10 +12,10 @@ from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 
-from . import checks
+from . import checks, wakeup
 from .enqueue import build_job, insert_job, insert_jobs
 from .exceptions import InvalidQueueName, InvalidTaskOption
-from .models import Job
+from .models import Job, JobStatus
 from .results import build_result, task_for_job
 from .tasks import SkipQueueTask, resolve_task
 
@@ -58,6 +58,7 @@ class SkipQueueBackend(BaseTaskBackend):
         result = self._result(job, task if created else None)
         if created:
             task_enqueued.send(type(self), task_result=result)
+            self._wake_workers([job])
         return result
 
     def enqueue_many(self, calls: Iterable[TaskCall]) -> list[TaskResult]:
@@ -74,7 +75,14 @@ class SkipQueueBackend(BaseTaskBackend):
         results = self._results_in_order(calls, jobs, plain)
         for result in results:
             task_enqueued.send(type(self), task_result=result)
+        self._wake_workers(jobs)
         return results
+
+    def _wake_workers(self, jobs: list[Job]) -> None:
+        """Once the jobs commit, wake idle workers of their queues (best effort)."""
+        queues = {job.queue_name for job in jobs if job.status == JobStatus.READY}
+        if queues:
+            wakeup.after_commit(self.database, queues)
 
     def _results_in_order(
         self, calls: list[TaskCall], jobs: list[Job], plain: list[Job]

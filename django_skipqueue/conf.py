@@ -26,6 +26,20 @@ class SkipQueueSettings:
     #: Longest traceback stored per failed attempt, in characters (the middle is elided).
     MAX_TRACEBACK_CHARS: int = 20_000
 
+    # Workers (runworkers).
+    #: Seconds between heartbeats (lease renewal, workers table); shorter for short leases.
+    HEARTBEAT_SECONDS: float = 5.0
+    #: Longest pause per queue between two claim rounds of an idle worker, in seconds:
+    #: an idle worker makes at most about one claim query per this many seconds.
+    IDLE_POLL_SECONDS: float = 1.0
+    #: Send a wake-up datagram to idle workers after an enqueue commits.
+    WAKEUP: bool = True
+    #: Address workers listen on for wake-ups (and advertise in the workers table); use the
+    #: host's private address when web servers run on other hosts. None: no listener.
+    WAKEUP_HOST: str | None = "127.0.0.1"
+    #: Restart delay of a worker process that keeps dying doubles up to this many seconds.
+    RESTART_BACKOFF_MAX: float = 30.0
+
 
 def get_settings() -> SkipQueueSettings:
     """Return the current settings; read at call time so override_settings works."""

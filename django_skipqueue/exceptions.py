@@ -43,3 +43,7 @@ class JobTimedOut(SkipQueueError):
 
 class TaskNotFound(SkipQueueError):
     """Recorded as the error of a job whose task path no longer names a Task."""
+
+
+class WorkerDied(SkipQueueError):
+    """Recorded as the error of an attempt whose worker process died while running it."""

@@ -1,0 +1,228 @@
+"""Run claimed jobs: sync tasks on a thread pool, coroutines on one event loop.
+
+A job's code never touches the queue's bookkeeping: it returns an :class:`Outcome`, and the
+worker's main thread records outcomes in batches. The one exception is a ``transactional`` task,
+whose writes and fenced completion commit together in the job's own transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from inspect import iscoroutinefunction
+from typing import Any
+
+from django.db import close_old_connections, transaction
+from django.tasks import Task
+from django.tasks.signals import task_started
+from django.utils.json import normalize_json
+
+from . import transitions
+from .backend import SkipQueueBackend
+from .context import JobContext
+from .dbretry import retry_whole_transaction
+from .exceptions import JobCancelled, JobTimedOut
+from .models import Job
+from .results import build_result, task_for_job
+from .retries import error_record, message_record, retry_delay
+
+
+@dataclass(eq=False)
+class Running:
+    """A job this process holds, from its claim until its outcome is recorded."""
+
+    job: Job
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+    #: time.monotonic() when the task began (None: not started yet).
+    started_at: float | None = None
+    future: Future[Any] | None = None
+    #: Runs on the event loop (which enforces its timeout itself) rather than a thread.
+    on_loop: bool = False
+    #: Timed out: its thread may run on, but what it returns is ignored.
+    abandoned: bool = False
+    #: A heartbeat found the job taken over: its completion will be rejected.
+    lease_lost: bool = False
+
+    @property
+    def lease_seconds(self) -> float:
+        return float(self.job.lease_seconds)
+
+
+@dataclass(eq=False)
+class Outcome:
+    """How one attempt ended, waiting to be recorded by a fenced transition."""
+
+    running: Running
+    #: "succeeded", "failed" (attempts spent), "retry" or "cancelled".
+    status: str
+    return_value: Any = None
+    error: dict[str, str] | None = None
+    retry_in: float | None = None
+    duration: float = 0.0
+    #: Already written by the task's own transaction (transactional tasks).
+    recorded: bool = False
+    #: The fence rejected it: the lease had been lost, nothing was written.
+    lost: bool = False
+
+    @property
+    def job(self) -> Job:
+        return self.running.job
+
+
+OnDone = Callable[[Running, Outcome], None]
+
+
+class _FenceRejected(Exception):
+    """Roll a transactional task back: its lease was lost before it could commit."""
+
+
+class Executor:
+    """Run jobs and report each outcome through ``on_done`` (called from any thread)."""
+
+    def __init__(self, threads: int, backend_alias: str, using: str, on_done: OnDone) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skipqueue-job")
+        self.backend_alias, self.using, self.on_done = backend_alias, using, on_done
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def submit(self, running: Running, task: Task) -> None:
+        """Start ``running`` on the pool or the event loop."""
+        running.on_loop = iscoroutinefunction(task.func) and not _transactional(task)
+        if running.on_loop:
+            future = asyncio.run_coroutine_threadsafe(self._run_async(running, task), self.loop)
+        else:
+            future = self.pool.submit(self._run_sync, running, task)
+        running.future = future
+        future.add_done_callback(lambda done: self._report(running, done))
+
+    def _report(self, running: Running, done: Future[Outcome]) -> None:
+        if not done.cancelled():  # cancelled: never started, the worker releases it
+            self.on_done(running, done.result())
+
+    def fail_unstarted(self, running: Running, error: BaseException) -> None:
+        """Report an attempt that could not start (its task path names no Task)."""
+        self.on_done(running, failure(running, None, error, time.monotonic()))
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            threading.Thread(
+                target=self._loop.run_forever, name="skipqueue-loop", daemon=True
+            ).start()
+        return self._loop
+
+    def shutdown(self) -> None:
+        """Stop taking work; running threads are not waited for (the process is exiting)."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+
+    def _run_sync(self, running: Running, task: Task) -> Outcome:
+        # Like a request: stale connections out before, broken ones out after.
+        close_old_connections()
+        try:
+            return self._attempt(running, task)
+        finally:
+            close_old_connections()
+
+    def _attempt(self, running: Running, task: Task) -> Outcome:
+        context = self._start(running, task)
+        started = running.started_at or time.monotonic()
+        try:
+            task_started.send(sender=SkipQueueBackend, task_result=context.task_result)
+            if _transactional(task):
+                return self._run_in_transaction(running, task, context, started)
+            value = to_json(
+                task.call(*_arguments(task, context, running.job), **running.job.kwargs)
+            )
+            return Outcome(running, "succeeded", value, duration=time.monotonic() - started)
+        except BaseException as error:  # a task's SystemExit is its failure, not ours
+            return failure(running, task, error, started)
+
+    def _run_in_transaction(
+        self, running: Running, task: Task, context: JobContext, started: float
+    ) -> Outcome:
+        """Commit the task's writes and its fenced completion together, or neither."""
+        job = running.job
+
+        def attempt() -> Any:
+            with transaction.atomic(using=self.using):
+                value = to_json(task.call(*_arguments(task, context, job), **job.kwargs))
+                if not transitions.succeed(job, value):
+                    raise _FenceRejected
+            return value
+
+        try:
+            value = retry_whole_transaction(self.using, attempt)
+        except _FenceRejected:
+            return Outcome(running, "succeeded", recorded=True, lost=True)
+        duration = time.monotonic() - started
+        return Outcome(running, "succeeded", value, duration=duration, recorded=True)
+
+    async def _run_async(self, running: Running, task: Task) -> Outcome:
+        context = self._start(running, task)
+        started = running.started_at or time.monotonic()
+        deadline = asyncio.timeout(running.job.timeout_seconds)
+        try:
+            await task_started.asend(sender=SkipQueueBackend, task_result=context.task_result)
+            async with deadline:
+                value = await task.func(
+                    *_arguments(task, context, running.job), **running.job.kwargs
+                )
+            return Outcome(
+                running, "succeeded", to_json(value), duration=time.monotonic() - started
+            )
+        except BaseException:
+            if deadline.expired():
+                error = JobTimedOut(f"Timed out after {running.job.timeout_seconds} s.")
+            return failure(running, task, error, started)
+
+    def _start(self, running: Running, task: Task) -> JobContext:
+        running.started_at = time.monotonic()
+        result = build_result(running.job, task_for_job(task, running.job), self.backend_alias)
+        return JobContext(task_result=result, cancel_event=running.cancel_event)
+
+
+def failure(running: Running, task: Task | None, error: BaseException, started: float) -> Outcome:
+    """Return the outcome of a failed attempt: cancelled, retried or failed for good."""
+    duration = time.monotonic() - started
+    record = error_record(error)
+    if isinstance(error, JobCancelled) or running.cancel_event.is_set():
+        return Outcome(running, "cancelled", error=record, duration=duration)
+    retry_in = retry_delay(running.job, getattr(task, "retry_backoff", None))
+    status = "failed" if retry_in is None else "retry"
+    return Outcome(running, status, error=record, retry_in=retry_in, duration=duration)
+
+
+def timed_out(running: Running, task: Task | None) -> Outcome:
+    """Return the outcome of a sync attempt that outlived its timeout (its thread runs on)."""
+    job = running.job
+    message = f"Job {job.pk} ran longer than its timeout of {job.timeout_seconds} s."
+    retry_in = retry_delay(job, getattr(task, "retry_backoff", None))
+    return Outcome(
+        running,
+        "failed" if retry_in is None else "retry",
+        error=message_record(JobTimedOut, message),
+        retry_in=retry_in,
+        duration=time.monotonic() - (running.started_at or time.monotonic()),
+    )
+
+
+def to_json(value: Any) -> Any:
+    """Return a task's return value as plain JSON, or raise TypeError/ValueError."""
+    value = normalize_json(value)
+    json.dumps(value, allow_nan=False)
+    return value
+
+
+def _arguments(task: Task, context: JobContext, job: Job) -> list[Any]:
+    return [context, *job.args] if task.takes_context else list(job.args)
+
+
+def _transactional(task: Task) -> bool:
+    return bool(getattr(task, "transactional", False))

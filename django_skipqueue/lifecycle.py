@@ -1,0 +1,133 @@
+"""Small pieces of a worker's life: idle and fault backoff, connections, memory, job log lines."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from django.db import Error, connections
+from django.tasks.signals import task_finished
+
+from .backend import SkipQueueBackend
+from .dbtime import read_db_now
+from .executor import Outcome
+from .outcomes import finished_result
+
+logger = logging.getLogger("django_skipqueue.worker")
+
+#: First pause after an empty claim round; it doubles up to the idle cap.
+FIRST_IDLE_PAUSE = 0.01
+#: Longest pause between reconnection attempts, in seconds.
+MAX_DATABASE_PAUSE = 5.0
+#: How long worker processes keep a connection when DATABASES says CONN_MAX_AGE=0.
+WORKER_CONN_MAX_AGE = 600
+
+
+class IdleBackoff:
+    """When to claim next: at once while there is work, exponentially later when there is not."""
+
+    def __init__(self, cap: float) -> None:
+        self.cap, self.pause, self.next_claim_at = cap, 0.0, 0.0
+
+    def claimed(self, got: int, wanted: int) -> None:
+        """Plan the next claim after one that took ``got`` of ``wanted`` jobs."""
+        if got == wanted:
+            self.pause = 0.0
+        else:
+            self.pause = (
+                FIRST_IDLE_PAUSE if got else min(self.cap, max(FIRST_IDLE_PAUSE, self.pause * 2))
+            )
+        self.next_claim_at = time.monotonic() + self.pause
+
+    def wake(self) -> None:
+        """Claim now: a producer said work arrived (the pause level is kept)."""
+        self.next_claim_at = 0.0
+
+
+class DatabaseBackoff:
+    """Pauses between attempts while the database is unreachable, with logging that stays sane."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+
+    def failed(self, error: Error, using: str) -> float:
+        """Drop the broken connection; return how long to wait before trying again."""
+        self.failures += 1
+        delay = min(MAX_DATABASE_PAUSE, 0.1 * 2 ** (self.failures - 1)) * random.uniform(0.5, 1)
+        if self.failures == 1 or self.failures % 10 == 0:
+            logger.warning(
+                "database error=%r failures=%s retry_in=%.2f", error, self.failures, delay
+            )
+        with contextlib.suppress(Error):  # already gone
+            connections[using].close()
+        return delay
+
+    def reset(self) -> None:
+        if self.failures:
+            logger.info("database reachable again after failures=%s", self.failures)
+        self.failures = 0
+
+
+def keep_connections_open() -> None:
+    """Let this long-lived process reuse connections; close_old_connections() still checks them.
+
+    With CONN_MAX_AGE=0 (Django's default, right for requests) every loop would reconnect.
+    """
+    for alias in connections:
+        settings_dict = connections.settings[alias]
+        if settings_dict.get("CONN_MAX_AGE", 0) == 0:
+            settings_dict["CONN_MAX_AGE"] = WORKER_CONN_MAX_AGE
+
+
+def clock_offset(using: str) -> timedelta:
+    """Return how far the database clock is ahead of this host's clock."""
+    return read_db_now(using) - datetime.now(UTC)
+
+
+def resident_megabytes() -> float | None:
+    """Return this process's resident memory in MiB (Linux), or None where unknown."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return pages * _PAGE_SIZE / 2**20
+
+
+try:
+    import resource
+
+    _PAGE_SIZE = resource.getpagesize()
+except ImportError:  # pragma: no cover - not POSIX
+    _PAGE_SIZE = 4096
+
+
+def log_outcome(outcome: Outcome, owner: str) -> None:
+    """Write the one key=value line of a finished attempt."""
+    job = outcome.job
+    status = "lost" if outcome.lost else outcome.status
+    extra = ""
+    if outcome.error and not outcome.lost:
+        extra += " error=" + outcome.error["exception_class_path"]
+    if outcome.status == "retry" and not outcome.lost:
+        extra += f" retry_in={outcome.retry_in:.2f}"
+    level = logging.WARNING if outcome.lost or outcome.status == "failed" else logging.INFO
+    logger.log(
+        level,
+        "job=%s task=%s queue=%s attempt=%s status=%s duration_ms=%.1f worker=%s%s",
+        job.pk, job.task_path, job.queue_name, job.attempts, status,
+        outcome.duration * 1000, owner, extra,
+    )  # fmt: skip
+
+
+def send_finished(outcome: Outcome, backend_alias: str) -> None:
+    """Send ``task_finished`` for a recorded attempt; a failing receiver is logged, not fatal."""
+    result = finished_result(outcome, backend_alias)
+    if result is None:
+        return
+    for receiver, response in task_finished.send_robust(SkipQueueBackend, task_result=result):
+        if isinstance(response, Exception):
+            logger.error("task_finished receiver %r failed: %r", receiver, response)

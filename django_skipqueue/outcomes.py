@@ -1,0 +1,121 @@
+"""Record how attempts ended: fenced transitions, batched into one transaction where safe.
+
+Batching is safe for outcomes whose attempt is over: each UPDATE is fenced on its own (id,
+owner, attempt), so one transaction for several of them changes nothing about who wins; it only
+saves a commit per job. Transactional tasks are the exception: they commit their completion
+with their own writes, inside the job (see executor.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from django.db import transaction
+from django.tasks import TaskResult
+from django.utils import timezone
+
+from . import transitions
+from .dbretry import retry_whole_transaction
+from .exceptions import WorkerDied
+from .executor import Outcome
+from .models import Job, JobStatus
+from .results import build_result, task_for_job
+from .retries import message_record
+from .tasks import resolve_task
+
+logger = logging.getLogger(__name__)
+
+#: The job status an outcome leaves behind (a retry is READY or SCHEDULED, see below).
+FINAL_STATUS = {
+    "succeeded": JobStatus.SUCCEEDED,
+    "failed": JobStatus.FAILED,
+    "cancelled": JobStatus.CANCELLED,
+}
+
+
+def record(outcomes: Sequence[Outcome], using: str) -> None:
+    """Write every unrecorded outcome in one transaction; mark those the fence rejected."""
+    todo = [outcome for outcome in outcomes if not outcome.recorded]
+    if not todo:
+        return
+
+    def batch() -> list[bool]:
+        with transaction.atomic(using=using):
+            return [_transition(outcome) for outcome in todo]
+
+    for outcome, written in zip(todo, retry_whole_transaction(using, batch), strict=True):
+        outcome.recorded, outcome.lost = True, not written
+
+
+def _transition(outcome: Outcome) -> bool:
+    job, error = outcome.job, outcome.error or {}
+    if outcome.status == "succeeded":
+        return transitions.succeed(job, outcome.return_value)
+    if outcome.status == "cancelled":
+        return transitions.cancel_running(job, error)
+    return transitions.fail(job, error, retry_in=outcome.retry_in)
+
+
+def finished_result(outcome: Outcome, backend_alias: str) -> TaskResult | None:
+    """Return the TaskResult after a recorded outcome (for ``task_finished``), if it resolves."""
+    job = _as_recorded(outcome)
+    try:
+        task = resolve_task(job.task_path)
+    except Exception:
+        return None
+    return build_result(job, task_for_job(task, job), backend_alias)
+
+
+def _as_recorded(outcome: Outcome) -> Job:
+    """Update the in-memory job the way its fenced transition updated the row."""
+    job = outcome.job
+    job.worker_ids = [*job.worker_ids, job.owner]
+    if outcome.error is not None:
+        job.errors = [*job.errors, outcome.error]
+    if outcome.status in FINAL_STATUS:
+        job.status, job.finished_at = FINAL_STATUS[outcome.status], timezone.now()
+        job.return_value = outcome.return_value
+    else:
+        job.status = JobStatus.SCHEDULED if outcome.retry_in else JobStatus.READY
+    return job
+
+
+def release(jobs: Sequence[Job], using: str) -> int:
+    """Give held jobs back to the queue without spending their attempt; return how many."""
+    if not jobs:
+        return 0
+
+    def batch() -> int:
+        with transaction.atomic(using=using):
+            return sum(transitions.release(job) for job in jobs)
+
+    return retry_whole_transaction(using, batch)
+
+
+def reclaim(owner: str, using: str, reason: str) -> list[Job]:
+    """Take back every job a dead worker process held; return the jobs taken.
+
+    The attempt it was running is spent (the job may be what killed it), so a job that
+    keeps killing its process ends ``failed`` after ``max_attempts``; the others are ready
+    again at once. Each UPDATE is fenced on the dead owner and its attempt.
+    """
+    held = list(Job.objects.using(using).held_by(owner))
+    taken = [job for job in held if _reclaim_one(job, reason)]
+    for job in taken:
+        logger.warning(
+            "job=%s task=%s queue=%s attempt=%s status=%s worker=%s reason=%s",
+            job.pk, job.task_path, job.queue_name, job.attempts,
+            "failed" if job.attempts >= job.max_attempts else "ready", owner, reason,
+        )  # fmt: skip
+    return taken
+
+
+def _reclaim_one(job: Job, reason: str) -> bool:
+    error = message_record(
+        WorkerDied, f"Worker {job.owner} died ({reason}) during attempt {job.attempts}."
+    )
+    retry_in = None if job.attempts >= job.max_attempts else 0.0
+    return retry_whole_transaction(
+        job._state.db or "default", lambda: transitions.fail(job, error, retry_in=retry_in)
+    )

@@ -1,0 +1,163 @@
+"""Best-effort wake-up of idle workers, and the wait that listens for it.
+
+Producer side: after an enqueue commits (``transaction.on_commit``), one small UDP datagram goes
+to each live worker process that serves the job's queue, at the address it wrote in the workers
+table. A worker waiting between idle polls wakes up and claims at once. Nothing depends on it:
+a lost datagram only means the job waits for the next poll (at most SKIPQUEUE_IDLE_POLL_SECONDS
+per queue), and a datagram nobody needs costs one claim query.
+
+Worker side: :class:`Waker` is the one place a worker's main loop sleeps. It returns early on a
+datagram, or on a local "poke" (a job finished, a signal arrived).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from functools import partial
+
+from django.db import transaction
+
+from .conf import get_settings
+from .dbtime import DatabaseNowPlus
+from .models import WorkerProcess
+from .models.worker import WorkerRole
+
+logger = logging.getLogger(__name__)
+
+#: Seconds a producer process reuses its list of worker addresses.
+ADDRESS_CACHE_SECONDS = 2.0
+#: A worker whose heartbeat is older than this many heartbeat intervals gets no datagram.
+LIVE_HEARTBEATS = 3
+
+_addresses: dict[str, tuple[float, list[tuple[tuple[str, int], frozenset[str]]]]] = {}
+_socket_lock = threading.Lock()
+_socket: socket.socket | None = None
+
+
+def after_commit(using: str, queues: Iterable[str]) -> None:
+    """Wake idle workers of ``queues`` once the current transaction on ``using`` commits."""
+    if get_settings().WAKEUP:
+        transaction.on_commit(partial(notify, using, frozenset(queues)), using=using, robust=True)
+
+
+def notify(using: str, queues: frozenset[str]) -> int:
+    """Send a wake-up datagram to every live worker of ``queues``; return how many were sent.
+
+    Never raises: the producer's request must not fail because a worker is unreachable.
+    """
+    try:
+        payload = ",".join(sorted(queues)).encode()
+        sent = 0
+        for address, served in _live_workers(using):
+            if served & queues:
+                _send(payload, address)
+                sent += 1
+        return sent
+    except Exception:
+        logger.debug("wake-up not sent", exc_info=True)
+        return 0
+
+
+def forget_addresses() -> None:
+    """Drop the cached worker addresses (tests, or after workers changed)."""
+    _addresses.clear()
+
+
+def _live_workers(using: str) -> list[tuple[tuple[str, int], frozenset[str]]]:
+    now = time.monotonic()
+    cached = _addresses.get(using)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    horizon = -LIVE_HEARTBEATS * get_settings().HEARTBEAT_SECONDS
+    rows = (
+        WorkerProcess.objects.using(using)
+        .filter(role=WorkerRole.WORKER, stopped_at__isnull=True, wakeup_address__isnull=False)
+        .filter(last_heartbeat_at__gte=DatabaseNowPlus(horizon))
+        .values_list("wakeup_address", "queues")
+    )
+    workers = [(parse_address(str(address)), frozenset(queues)) for address, queues in rows]
+    _addresses[using] = (now + ADDRESS_CACHE_SECONDS, workers)
+    return workers
+
+
+def _send(payload: bytes, address: tuple[str, int]) -> None:
+    global _socket
+    with _socket_lock:
+        if _socket is None:
+            _socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            _socket.setblocking(False)
+        try:
+            _socket.sendto(payload, address)
+        except OSError:
+            logger.debug("wake-up to %s:%s failed", *address, exc_info=True)
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host, int(port)
+
+
+class Waker:
+    """Sleep until a timeout, a local poke, or (when listening) a wake-up datagram."""
+
+    def __init__(self, host: str | None) -> None:
+        self._inbox, self._doorbell = socket.socketpair()
+        for end in (self._inbox, self._doorbell):
+            end.setblocking(False)
+        self.udp: socket.socket | None = None
+        if host:
+            self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.udp.bind((host, 0))
+            self.udp.setblocking(False)
+
+    @property
+    def address(self) -> str | None:
+        """Return ``host:port`` to advertise in the workers table, or None."""
+        if self.udp is None:
+            return None
+        host, port = self.udp.getsockname()[:2]
+        return f"{host}:{port}"
+
+    def poke(self) -> None:
+        """Wake the sleeper (safe from other threads and from signal handlers)."""
+        with contextlib.suppress(OSError):  # a full buffer: a wake-up is already pending
+            self._doorbell.send(b"\0")
+
+    def wait(self, timeout: float, *, listen: bool) -> set[str]:
+        """Sleep up to ``timeout`` seconds; return the queue names datagrams asked for."""
+        sources = [self._inbox]
+        if listen and self.udp is not None:
+            sources.append(self.udp)
+        ready, _, _ = select.select(sources, [], [], max(timeout, 0.0))
+        _drain(self._inbox)
+        return self.drain_datagrams() if self.udp in ready else set()
+
+    def drain_datagrams(self) -> set[str]:
+        """Empty the datagram queue (while busy, so no stale wake-up lingers); return queues."""
+        queues: set[str] = set()
+        while self.udp is not None:
+            try:
+                payload = self.udp.recv(512)
+            except OSError:
+                break
+            queues.update(payload.decode(errors="replace").split(","))
+        return queues
+
+    def close(self) -> None:
+        for end in (self._inbox, self._doorbell, self.udp):
+            if end is not None:
+                end.close()
+
+
+def _drain(end: socket.socket) -> None:
+    try:
+        while end.recv(4096):
+            pass
+    except OSError:
+        pass

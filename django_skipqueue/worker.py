@@ -1,0 +1,381 @@
+"""Worker: one process's loop of claim, run, record, renew.
+
+The main thread owns every queue query (claims, batched completions, the heartbeat) on one
+connection; job code runs on the executor's threads or its event loop and hands back outcomes.
+The loop sleeps only in :class:`~django_skipqueue.wakeup.Waker`, so a finished job, a signal or
+a wake-up datagram ends the sleep at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import signal
+import time
+from types import FrameType
+
+from django.db import Error, close_old_connections
+
+from . import heartbeat, outcomes
+from .conf import get_settings
+from .dbtime import DatabaseNowPlus
+from .exceptions import JobCancelled
+from .executor import Executor, Outcome, Running, timed_out
+from .lifecycle import (
+    DatabaseBackoff,
+    IdleBackoff,
+    clock_offset,
+    keep_connections_open,
+    log_outcome,
+    resident_megabytes,
+    send_finished,
+)
+from .metrics import Metrics
+from .models import Job
+from .models.worker import WorkerRole
+from .options import RECYCLE_EXIT_CODE, WorkerOptions
+from .retries import message_record
+from .tasks import resolve_task
+from .wakeup import Waker
+
+logger = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+#: A burst worker waits for retries and deferred jobs due within this many seconds.
+BURST_HORIZON = 10.0
+#: Shortest heartbeat interval: leases shorter than three times this are not supported.
+MIN_HEARTBEAT_SECONDS = 0.2
+
+
+class Worker:
+    """Claim jobs into free slots, run them, record outcomes, keep leases alive."""
+
+    def __init__(
+        self,
+        options: WorkerOptions,
+        *,
+        owner: str,
+        supervisor: str | None = None,
+        parent_pid: int | None = None,
+    ) -> None:
+        self.options, self.owner, self.using = options, owner, options.database
+        self.supervisor, self.parent_pid = supervisor, parent_pid
+        config = get_settings()
+        self.waker = Waker(config.WAKEUP_HOST if options.wakeup else None)
+        self.executor = Executor(options.threads, options.backend, self.using, self._on_done)
+        self.metrics = Metrics()
+        self.held: dict[int, Running] = {}
+        self.stuck: list[Running] = []
+        self.unstarted: list[Running] = []
+        self.finished: queue.SimpleQueue[tuple[Running, Outcome]] = queue.SimpleQueue()
+        self.unrecorded: list[Outcome] = []
+        self.idle = IdleBackoff(options.poll_max * max(len(options.queues), 1))
+        self.db_backoff = DatabaseBackoff()
+        self.stop: str | None = None
+        self.stop_reason = ""
+        self.deadline = float("inf")
+        self.exit_code = 0
+        self.started_jobs = self.released = 0
+        self.next_beat_at = 0.0
+        self.reconcile = False
+        self.signals: list[int] = []
+        self.born = time.monotonic()
+
+    def run(self) -> int:
+        """Work until stopped (signal, burst drained, recycle); return the exit code."""
+        self._install_signals()
+        keep_connections_open()
+        if self._start():
+            try:
+                while not self._done():
+                    self._step()
+            finally:
+                self._finish()
+        self.waker.close()
+        return self.exit_code
+
+    # The loop.
+
+    def _start(self) -> bool:
+        """Register in the workers table, retrying while the database is unreachable."""
+        while self.stop is None:
+            try:
+                self.metrics.clock_offset = clock_offset(self.using)
+                heartbeat.register(
+                    self.owner, WorkerRole.WORKER, self.options,
+                    supervisor=self.supervisor, wakeup_address=self.waker.address,
+                )  # fmt: skip
+                self._schedule_beat()
+                logger.info("worker started worker=%s wakeup=%s", self.owner, self.waker.address)
+                return True
+            except Error as error:
+                self._database_trouble(error)
+            self._handle_signals()
+        return False
+
+    def _step(self) -> None:
+        self._handle_signals()
+        try:
+            close_old_connections()
+            self._collect()
+            self._record()
+            if self.reconcile:
+                self._release_strays()
+            self._check_health()
+            if time.monotonic() >= self.next_beat_at:
+                self._beat()
+            self._claim_if_due()
+            self.db_backoff.reset()
+        except Error as error:
+            self._database_trouble(error)
+            return
+        self._sleep()
+
+    def _done(self) -> bool:
+        if self.stop == "immediate":
+            return True
+        if self.stop is None:
+            return False
+        busy = self.held or self.unrecorded or not self.finished.empty()
+        return not busy or time.monotonic() >= self.deadline
+
+    def _sleep(self) -> None:
+        now, free = time.monotonic(), self._free_slots()
+        until = [self.next_beat_at, self.deadline, *self._timeouts()]
+        if self.stop is None and free > 0:
+            until.append(self.idle.next_claim_at)
+        woken_for = self.waker.wait(min(until) - now, listen=self.stop is None and free > 0)
+        if woken_for & set(self.options.queues):
+            self.idle.wake()
+
+    # Claims.
+
+    def _free_slots(self) -> int:
+        free = self.options.threads - len(self.held) - len(self.stuck)
+        if self.options.max_jobs is not None:
+            free = min(free, self.options.max_jobs - self.started_jobs)
+        return free
+
+    def _claim_if_due(self) -> None:
+        wanted = self._free_slots()
+        if self.stop is not None or wanted <= 0 or time.monotonic() < self.idle.next_claim_at:
+            return
+        jobs = self._claim(wanted)
+        self.idle.claimed(len(jobs), wanted)
+        for job in jobs:
+            self._start_job(job)
+        drained = self.options.burst and not jobs and not self.held and not self.unrecorded
+        if drained and not self._retries_due_soon():
+            self._request_stop("graceful", "drained")
+
+    def _retries_due_soon(self) -> bool:
+        """Tell a burst worker to wait for scheduled jobs due within BURST_HORIZON seconds.
+
+        Jobs overdue by more than that are left alone: nothing promotes them (no maintenance
+        loop runs), and waiting for them would never end.
+        """
+        return (
+            Job.objects.using(self.using)
+            .scheduled()
+            .filter(queue_name__in=self.options.queues)
+            .filter(run_after__lte=DatabaseNowPlus(BURST_HORIZON))
+            .filter(run_after__gte=DatabaseNowPlus(-BURST_HORIZON))
+            .exists()
+        )
+
+    def _claim(self, wanted: int) -> list[Job]:
+        """Claim up to ``wanted`` jobs, queue by queue in order, timing each claim query."""
+        jobs: list[Job] = []
+        manager = Job.objects.db_manager(self.using)
+        for queue_name in self.options.queues:
+            limit = wanted - len(jobs)
+            if limit <= 0:
+                break
+            began = time.perf_counter()
+            got = manager.claim(
+                [queue_name], limit=limit, owner=self.owner, lease=self.options.lease
+            )
+            self.metrics.claim_query(queue_name, (time.perf_counter() - began) * 1000, len(got))
+            jobs += got
+        return jobs
+
+    def _start_job(self, job: Job) -> None:
+        running = self.held[job.pk] = Running(job)
+        self.started_jobs += 1
+        if job.cancel_requested:
+            error = message_record(JobCancelled, f"Job {job.pk} was cancelled before it started.")
+            self.unrecorded.append(Outcome(running, "cancelled", error=error))
+            return
+        try:
+            task = resolve_task(job.task_path)
+        except Exception as error:
+            self.executor.fail_unstarted(running, error)
+            return
+        self.executor.submit(running, task)
+
+    # Outcomes.
+
+    def _on_done(self, running: Running, outcome: Outcome) -> None:
+        """Called on the job's thread: hand the outcome to the main loop."""
+        self.finished.put((running, outcome))
+        self.waker.poke()
+
+    def _collect(self) -> None:
+        while not self.finished.empty():
+            running, outcome = self.finished.get()
+            if not running.abandoned:
+                self.unrecorded.append(outcome)
+
+    def _record(self) -> None:
+        if not self.unrecorded:
+            return
+        batch = self.unrecorded
+        outcomes.record(batch, self.using)
+        self.unrecorded = []
+        for outcome in batch:
+            self.held.pop(outcome.job.pk, None)
+            self._account(outcome)
+
+    def _account(self, outcome: Outcome) -> None:
+        queue_name = outcome.job.queue_name
+        if outcome.lost:
+            self.metrics.count(queue_name, "lost_leases")
+        elif outcome.status in ("succeeded", "failed", "retry"):
+            counter = "retried" if outcome.status == "retry" else outcome.status
+            self.metrics.count(queue_name, counter)
+        log_outcome(outcome, self.owner)
+        if not outcome.lost:
+            send_finished(outcome, self.options.backend)
+
+    # Leases, health, timeouts.
+
+    def _beat(self) -> None:
+        flags = heartbeat.renew(self.owner, self.using, list(self.held), self.options.lease)
+        for pk, running in self.held.items():
+            if pk not in flags and not running.lease_lost:
+                running.lease_lost = True
+                logger.warning("lease lost job=%s worker=%s", pk, self.owner)
+            elif flags.get(pk):
+                running.cancel_event.set()
+        if not heartbeat.beat(self.owner, self.using, self.metrics):
+            logger.warning("workers row missing, registering again worker=%s", self.owner)
+            heartbeat.register(
+                self.owner, WorkerRole.WORKER, self.options,
+                supervisor=self.supervisor, wakeup_address=self.waker.address,
+            )  # fmt: skip
+        self._schedule_beat()
+
+    def _schedule_beat(self) -> None:
+        interval = get_settings().HEARTBEAT_SECONDS
+        for running in self.held.values():
+            interval = min(interval, (self.options.lease or running.job.lease_seconds) / 3)
+        self.next_beat_at = time.monotonic() + max(interval, MIN_HEARTBEAT_SECONDS)
+
+    def _timeouts(self) -> list[float]:
+        return [
+            running.started_at + running.job.timeout_seconds
+            for running in self.held.values()
+            if running.job.timeout_seconds and running.started_at and not running.on_loop
+        ]
+
+    def _check_health(self) -> None:
+        now = time.monotonic()
+        for running in [r for r in self.held.values() if not r.on_loop]:
+            limit = running.job.timeout_seconds
+            if limit and running.started_at and now - running.started_at > limit:
+                self._abandon(running)
+        if self.parent_pid is not None and os.getppid() != self.parent_pid:
+            self._request_stop("graceful", "supervisor gone")
+        memory, limit_mb = resident_megabytes(), self.options.max_memory_mb
+        if limit_mb is not None and memory is not None and memory > limit_mb:
+            self._request_stop("graceful", f"memory {memory:.0f} MiB", RECYCLE_EXIT_CODE)
+        if self.options.max_jobs is not None and self.started_jobs >= self.options.max_jobs:
+            self._request_stop("graceful", "max jobs", RECYCLE_EXIT_CODE)
+
+    def _abandon(self, running: Running) -> None:
+        """Fail a sync job past its timeout; its thread cannot be killed, so recycle."""
+        running.abandoned = True
+        del self.held[running.job.pk]
+        self.stuck.append(running)
+        task = None
+        with contextlib.suppress(Exception):  # only the retry backoff comes from it
+            task = resolve_task(running.job.task_path)
+        self.unrecorded.append(timed_out(running, task))
+        self._request_stop("graceful", f"job {running.job.pk} timed out", RECYCLE_EXIT_CODE)
+
+    # Faults and stopping.
+
+    def _database_trouble(self, error: Error) -> None:
+        delay = self.db_backoff.failed(error, self.using)
+        self.reconcile = True
+        self.waker.wait(delay, listen=False)
+
+    def _release_strays(self) -> None:
+        """Give back claims this process made but never learned of (a claim cut off mid-way)."""
+        strays = list(
+            Job.objects.using(self.using).held_by(self.owner).exclude(pk__in=list(self.held))
+        )
+        if strays:
+            logger.warning("released unknown claims jobs=%s worker=%s", len(strays), self.owner)
+            outcomes.release(strays, self.using)
+        self.reconcile = False
+
+    def _install_signals(self) -> None:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.signals.append(signum)
+        self.waker.poke()
+
+    def _handle_signals(self) -> None:
+        while self.signals:
+            signum = self.signals.pop(0)
+            if signum not in STOP_SIGNALS:
+                continue
+            forced = signum == signal.SIGQUIT or self.stop is not None
+            name = signal.Signals(signum).name
+            self._request_stop("immediate" if forced else "graceful", name)
+
+    def _request_stop(self, mode: str, reason: str, exit_code: int = 0) -> None:
+        if mode == "immediate":
+            self.stop, self.deadline = "immediate", time.monotonic()
+            logger.info("worker stopping now reason=%s worker=%s", reason, self.owner)
+        elif self.stop is None:
+            self.stop, self.stop_reason, self.exit_code = "graceful", reason, exit_code
+            self.deadline = time.monotonic() + self.options.grace
+            self._unstart()
+            if reason != "drained":
+                logger.info("worker stopping reason=%s grace=%s", reason, self.options.grace)
+
+    def _unstart(self) -> None:
+        """Take claimed jobs that have not started off the executor, to be given back."""
+        for pk, running in list(self.held.items()):
+            if running.future is not None and running.future.cancel():
+                self.unstarted.append(self.held.pop(pk))
+
+    def _finish(self) -> None:
+        """Record what finished, give back what did not, and leave the workers table."""
+        try:
+            self._collect()
+            self._record()
+            leftovers = [running.job for running in [*self.held.values(), *self.unstarted]]
+            self.released = outcomes.release(leftovers, self.using)
+            heartbeat.beat(self.owner, self.using, self.metrics)
+            heartbeat.mark_stopped(self.owner, self.using)
+        except Error:
+            logger.exception("could not record the final state worker=%s", self.owner)
+        self.executor.shutdown()
+        self._summary()
+
+    def _summary(self) -> None:
+        totals = self.metrics.totals
+        logger.info(
+            "worker stopped worker=%s reason=%s claimed=%s succeeded=%s failed=%s retried=%s "
+            "lost_leases=%s released=%s uptime_s=%.1f exit=%s",
+            self.owner, self.stop_reason or self.stop, totals["claimed"], totals["succeeded"],
+            totals["failed"], totals["retried"], totals["lost_leases"], self.released,
+            time.monotonic() - self.born, self.exit_code,
+        )  # fmt: skip
