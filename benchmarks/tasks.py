@@ -1,0 +1,19 @@
+"""The benchmark's work as Django Tasks (for this project, django-tasks-db and django-ox)."""
+
+from __future__ import annotations
+
+from django.tasks import task
+
+from benchmarks.jobs import noop_function, probe_function
+
+
+@task
+def noop() -> None:
+    """Do nothing: the benchmark measures the queue, not the task."""
+    noop_function()
+
+
+@task
+def probe(key: str) -> None:
+    """Record this job's start time."""
+    probe_function(key)
