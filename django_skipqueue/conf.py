@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 
 from django.conf import settings
 
@@ -39,6 +40,43 @@ class SkipQueueSettings:
     WAKEUP_HOST: str | None = "127.0.0.1"
     #: Restart delay of a worker process that keeps dying doubles up to this many seconds.
     RESTART_BACKOFF_MAX: float = 30.0
+
+    # Maintenance (reaper, promotion, purge, status and health).
+    #: Seconds between reaper passes (expired leases) in runworkers and skipqueue_reap.
+    REAP_INTERVAL: float = 5.0
+    #: Seconds between promotions of due scheduled jobs to ready.
+    PROMOTE_INTERVAL: float = 1.0
+    #: Rows the reaper or the promotion locks and changes per transaction.
+    MAINTENANCE_BATCH: int = 100
+    #: How long a finished job is kept, per status ("7d", "12h", seconds or a timedelta);
+    #: None keeps that status forever. Used by skipqueue_purge without --older-than.
+    PURGE_RETENTION: Mapping[str, object] = field(
+        default_factory=lambda: {"succeeded": "7d", "cancelled": "7d", "failed": "30d"}
+    )
+    #: Seconds between scheduled purges inside runworkers; None: no scheduled purge.
+    PURGE_INTERVAL: float | None = None
+    #: Largest number of rows one purge transaction deletes (the starting chunk size).
+    PURGE_CHUNK: int = 2000
+    #: The purge shrinks its chunks so that one takes at most about this many seconds.
+    PURGE_CHUNK_SECONDS: float = 0.5
+    #: Pause between two purge chunks, in seconds.
+    PURGE_SLEEP: float = 0.05
+    #: Database aliases of replicas whose lag the purge watches.
+    PURGE_REPLICAS: tuple[str, ...] = ()
+    #: The purge pauses while a watched replica is more than this many seconds behind.
+    PURGE_MAX_REPLICA_LAG: float = 5.0
+    #: Copy purged jobs into the history table (JobArchive) before deleting them.
+    PURGE_ARCHIVE: bool = False
+    #: Exact counts in status stop here; beyond it the figure is an estimate, marked so.
+    STATUS_COUNT_CAP: int = 100_000
+    #: A worker whose heartbeat is older than this many seconds is stale (dead or stuck).
+    WORKER_STALE_SECONDS: float = 60.0
+    #: skipqueue_health fails when a ready job has waited longer than this, in seconds.
+    HEALTH_MAX_READY_AGE: float = 300.0
+    #: skipqueue_health fails when no reaper pass finished within this many seconds.
+    HEALTH_MAX_REAPER_AGE: float = 60.0
+    #: Seconds a worker trusts its list of paused queues before reading it again.
+    PAUSE_CACHE_SECONDS: float = 1.0
 
 
 def get_settings() -> SkipQueueSettings:

@@ -41,7 +41,7 @@ class DatabaseNowPlus(Func):
     def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
         template = (
             "STRFTIME('%%%%Y-%%%%m-%%%%d %%%%H:%%%%M:%%%%f', 'NOW', "
-            "'+' || (%(expressions)s) || ' seconds')"
+            "(%(expressions)s) || ' seconds')"
         )
         return self.as_sql(compiler, connection, template=template, **extra_context)
 

@@ -68,12 +68,15 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
 
         One short transaction per queue locks only keys, in exactly the claim index's order,
         and marks them claimed; the payloads are read after commit so no lock waits on them.
-        ``lease`` (seconds) overrides each job's own lease length.
+        ``lease`` (seconds) overrides each job's own lease length. Paused queues are left
+        out (their list is cached for about a second, see pausing.py).
         """
         if limit < 1:
             raise ValueError("limit must be at least 1.")
+        from .pausing import unpaused  # pausing imports the models, which import this module
+
         claimed_ids: list[int] = []
-        for queue_name in queues:
+        for queue_name in unpaused(queues, self.db):
             wanted = limit - len(claimed_ids)
             if wanted <= 0:
                 break
@@ -108,6 +111,17 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
             .select_for_update(skip_locked=True)
             .values_list("pk", flat=True)
         )
+
+    def lock_batch(self, queryset: JobQuerySet, fields: Sequence[str], limit: int) -> list[tuple]:
+        """Lock up to ``limit`` rows of ``queryset``, skipping rows that others hold.
+
+        The maintenance counterpart of claim(), for the reaper and the promotion: call it
+        inside the caller's short transaction; many supervisors can run it at once and each
+        gets a disjoint batch. InnoDB locks what it scans, and a filesort scans everything
+        before the LIMIT: order only by what an index serves, or not at all.
+        """
+        locking = queryset.select_for_update(skip_locked=True)
+        return list(locking.values_list(*fields)[:limit])
 
 
 def claimed_fields(owner: str, lease: float | None) -> dict[str, object]:

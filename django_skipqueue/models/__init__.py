@@ -2,6 +2,7 @@
 
 from .archive import JobArchive
 from .job import ACTIVE_STATUSES, FINISHED_STATUSES, KEYED_STATUSES, Job, JobStatus
+from .maintenance import MaintenanceRun
 from .queue import QueuePause
 from .worker import QueueMinute, WorkerProcess
 
@@ -12,6 +13,7 @@ __all__ = [
     "Job",
     "JobArchive",
     "JobStatus",
+    "MaintenanceRun",
     "QueueMinute",
     "QueuePause",
     "WorkerProcess",

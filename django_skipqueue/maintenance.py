@@ -1,0 +1,116 @@
+"""The maintenance loop: promote, reap and (optionally) purge, each on its own timer.
+
+``runworkers`` runs one in its supervisor and ``skipqueue_reap --interval`` runs one alone.
+Several can run at once (one per supervisor): every step locks its work with SKIP LOCKED.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import DatabaseError, close_old_connections
+from django.tasks import task_backends
+
+from .conf import get_settings
+from .purge import Purge, PurgeOptions
+from .reaper import promote, reap, runner_id
+
+logger = logging.getLogger("django_skipqueue.maintenance")
+
+
+def queue_database(backend_alias: str = "default") -> str:
+    """Return the database alias that a skipqueue task backend keeps its jobs in."""
+    backend = task_backends[backend_alias]
+    if not hasattr(backend, "queue_names"):
+        raise ValueError(f"Task backend {backend_alias!r} is not a SkipQueueBackend.")
+    return str(getattr(backend, "database", "default"))
+
+
+@dataclass
+class Timer:
+    """A step that runs every ``interval`` seconds (monotonic clock)."""
+
+    name: str
+    interval: float
+    step: Callable[[], object]
+    due_at: float = 0.0
+
+
+class Maintenance:
+    """Run the maintenance steps of one queue database when they are due.
+
+    A failing step (database down, deadlock past its retries) is logged and tried again at
+    its next turn: the loop itself never dies of it.
+    """
+
+    def __init__(
+        self,
+        using: str = "default",
+        *,
+        reap_interval: float | None = None,
+        promote_interval: float | None = None,
+        purge_interval: float | None = None,
+        runner: str | None = None,
+    ) -> None:
+        config = get_settings()
+        self.using = using
+        self.runner = runner or runner_id()
+        self.purge_interval = config.PURGE_INTERVAL if purge_interval is None else purge_interval
+        self._purge: Purge | None = None
+        self.timers = [
+            Timer("promote", promote_interval or config.PROMOTE_INTERVAL, self.promote),
+            Timer("reap", reap_interval or config.REAP_INTERVAL, self.reap),
+        ]
+        if self.purge_interval:
+            self.timers.append(Timer("purge", self.purge_interval, self.purge))
+
+    def promote(self) -> int:
+        return promote(self.using)
+
+    def reap(self) -> int:
+        return reap(self.using, runner=self.runner).reclaimed
+
+    def purge(self) -> int:
+        """Purge by the retention settings, a slice of at most a few seconds per turn.
+
+        A long purge (or one paused for replica lag) must not hold up promotion and
+        reaping, so it keeps its place between turns and goes on at the next one.
+        """
+        if self._purge is None:
+            self._purge = Purge(PurgeOptions.from_settings(using=self.using))
+        finished = self._purge.run(max_seconds=5.0)
+        deleted = self._purge.summary.deleted
+        if finished:
+            self._purge = None
+        return deleted
+
+    def run_due(self) -> float:
+        """Run every step that is due; return the seconds until the next one is."""
+        for timer in self.timers:
+            if time.monotonic() >= timer.due_at:
+                self._run_step(timer)
+                timer.due_at = time.monotonic() + self._next_wait(timer)
+        return max(0.0, min(t.due_at for t in self.timers) - time.monotonic())
+
+    def run(self, stop: threading.Event) -> None:
+        """Run the steps on their timers until ``stop`` is set."""
+        while not stop.is_set():
+            stop.wait(self.run_due())
+
+    def _next_wait(self, timer: Timer) -> float:
+        # An unfinished purge goes on soon; otherwise wait the whole interval.
+        if timer.name == "purge" and self._purge is not None:
+            return min(timer.interval, 1.0)
+        return timer.interval
+
+    def _run_step(self, timer: Timer) -> None:
+        close_old_connections()
+        try:
+            timer.step()
+        except DatabaseError:
+            logger.exception("maintenance step=%s failed; retrying at its next turn", timer.name)
+            close_old_connections()

@@ -1,0 +1,68 @@
+"""manage.py skipqueue_reap: reclaim expired leases and promote due jobs, once or in a loop."""
+
+from __future__ import annotations
+
+import json
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from django_skipqueue.maintenance import Maintenance, queue_database
+from django_skipqueue.management.stopping import stop_requested
+from django_skipqueue.reaper import promote, reap
+
+
+def positive_seconds(value: str) -> float:
+    seconds = float(value)
+    if seconds <= 0:
+        raise ValueError(value)
+    return seconds
+
+
+class Command(BaseCommand):
+    help = (
+        "Give jobs whose lease expired back to the queue (or fail them when their attempts "
+        "are spent) and make due scheduled jobs ready. Safe to run from many hosts at once."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--interval",
+            type=positive_seconds,
+            metavar="SECONDS",
+            help="Loop, reaping every SECONDS, until SIGINT/SIGTERM (default: run once).",
+        )
+        parser.add_argument(
+            "--backend",
+            default="default",
+            help="Task backend whose queue database to maintain (default: %(default)r).",
+        )
+        parser.add_argument(
+            "--json", action="store_true", help="Print the result of a single pass as JSON."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            using = queue_database(options["backend"])
+        except Exception as error:
+            raise CommandError(str(error)) from error
+        if options["interval"]:
+            self._loop(using, options["interval"])
+            return
+        promoted = promote(using)
+        result = reap(using)
+        figures = {**result.as_dict(), "promoted": promoted}
+        if options["json"]:
+            self.stdout.write(json.dumps(figures))
+        else:
+            self.stdout.write(" ".join(f"{key}={value}" for key, value in figures.items()))
+
+    def _loop(self, using: str, interval: float) -> None:
+        maintenance = Maintenance(
+            using, reap_interval=interval, promote_interval=min(interval, 1.0), purge_interval=0
+        )
+        self.stdout.write(f"reaping database={using} every {interval:g}s; Ctrl-C stops")
+        with stop_requested() as stop:
+            maintenance.run(stop)
+        self.stdout.write("stopped")

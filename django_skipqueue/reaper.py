@@ -1,0 +1,229 @@
+"""reap() gives expired leases back; promote() makes due scheduled jobs ready.
+
+Both lock their work in small ``SKIP LOCKED`` batches, one short transaction each, so any
+number of supervisors (and ``skipqueue_reap`` loops) can run them at once: each batch is
+disjoint from every other. Times are the database's clock, never this process's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import secrets
+import socket
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from .conf import get_settings
+from .dbretry import retry_whole_transaction
+from .dbtime import DatabaseNow, DatabaseNowPlus, read_db_now
+from .exceptions import LeaseExpired, TaskNotFound
+from .models import Job, JobStatus, MaintenanceRun, QueueMinute
+from .tasks import resolve_task
+
+logger = logging.getLogger("django_skipqueue.reaper")
+
+LEASE_EXPIRED = f"{LeaseExpired.__module__}.{LeaseExpired.__qualname__}"
+#: What the reaper reads of each expired row it locks: the fence and what the update needs.
+REAP_FIELDS = ("pk", "queue_name", "task_path", "owner", "attempts", "max_attempts",
+               "cancel_requested", "lease_until", "errors", "worker_ids")  # fmt: skip
+_TOKEN = secrets.token_hex(4)
+
+
+@dataclass
+class ReapResult:
+    """What one reap() pass did, per outcome and per queue."""
+
+    retried: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    #: Rows locked but changed by nobody: the fence saw a renewed lease or a finished job.
+    fenced: int = 0
+    #: Reclaims per (queue name, outcome).
+    per_queue: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    @property
+    def reclaimed(self) -> int:
+        return self.retried + self.failed + self.cancelled
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "reclaimed": self.reclaimed,
+            "retried": self.retried,
+            "failed": self.failed,
+            "cancelled": self.cancelled,
+            "fenced": self.fenced,
+        }
+
+
+def runner_id(role: str = "reaper") -> str:
+    """Name this process in owner columns: role, host, pid and a random part."""
+    return f"{role}:{socket.gethostname()}:{os.getpid()}:{_TOKEN}"[:128]
+
+
+def reap(
+    using: str = "default", *, batch: int | None = None, runner: str | None = None
+) -> ReapResult:
+    """Reclaim every job whose lease has expired, in batches, and record the pass.
+
+    A reclaimed job goes back to the queue after its retry backoff (scheduled, then promoted),
+    or ends ``failed`` when its attempts are spent (``cancelled`` if a cancel was requested).
+    Each gets a LeaseExpired error and its lost owner in ``worker_ids``, and is counted in
+    ``QueueMinute.reclaimed`` under this runner.
+    """
+    batch = batch or get_settings().MAINTENANCE_BATCH
+    runner = runner or runner_id()
+    started = read_db_now(using)
+    result = ReapResult()
+    while True:
+        done = retry_whole_transaction(using, lambda: _reap_batch(using, batch, runner, result))
+        if done < batch:
+            break
+    MaintenanceRun.record(using, "reap", runner, started, result.as_dict())
+    if result.reclaimed:
+        logger.warning("reaped %s", " ".join(f"{k}={v}" for k, v in result.as_dict().items()))
+    return result
+
+
+def _reap_batch(using: str, batch: int, runner: str, result: ReapResult) -> int:
+    """Lock, reclaim and count one batch in one transaction; return the rows locked."""
+    step = ReapResult()
+    with transaction.atomic(using=using):
+        expired = Job.objects.using(using).expired()
+        rows = Job.objects.db_manager(using).lock_batch(expired, REAP_FIELDS, batch)
+        for row in rows:
+            _reclaim(using, dict(zip(REAP_FIELDS, row, strict=True)), runner, step)
+        _count(using, runner, step)
+    # Merged only after commit: a retried transaction must not count twice.
+    _merge(result, step)
+    return len(rows)
+
+
+def _reclaim(using: str, row: dict[str, Any], runner: str, step: ReapResult) -> None:
+    """Apply the fenced transition of one expired row, or count it as fenced off."""
+    outcome, fields = _transition(row, runner)
+    fence = (
+        Job.objects.using(using)
+        .expired()
+        .filter(pk=row["pk"], owner=row["owner"], attempts=row["attempts"])
+    )
+    if fence.update(**fields) != 1:
+        step.fenced += 1
+        return
+    setattr(step, outcome, getattr(step, outcome) + 1)
+    step.per_queue[row["queue_name"], outcome] += 1
+
+
+def _transition(row: dict[str, Any], runner: str) -> tuple[str, dict[str, Any]]:
+    """Return the outcome name and the UPDATE assignments for one expired row."""
+    fields: dict[str, Any] = {
+        "errors": [*row["errors"], _lease_error(row, runner)],
+        "worker_ids": [*row["worker_ids"], row["owner"]],
+        "owner": None,
+        "lease_until": None,
+    }
+    if row["cancel_requested"]:
+        return "cancelled", {**fields, "status": JobStatus.CANCELLED, "finished_at": DatabaseNow()}
+    if row["attempts"] >= row["max_attempts"]:
+        return "failed", {**fields, "status": JobStatus.FAILED, "finished_at": DatabaseNow()}
+    delay = retry_delay(row["task_path"], row["attempts"])
+    if delay <= 0:
+        return "retried", {**fields, "status": JobStatus.READY}
+    return "retried", {
+        **fields,
+        "status": JobStatus.SCHEDULED,
+        "run_after": DatabaseNowPlus(delay),
+    }
+
+
+def _lease_error(row: dict[str, Any], runner: str) -> dict[str, str]:
+    lease_until = row["lease_until"]
+    when = lease_until.isoformat() if isinstance(lease_until, datetime) else str(lease_until)
+    return {
+        "exception_class_path": LEASE_EXPIRED,
+        "traceback": (
+            f"{LeaseExpired.__name__}: the lease of {row['owner']} on attempt "
+            f"{row['attempts']} expired at {when}; reclaimed by {runner}.\n"
+        ),
+    }
+
+
+def retry_delay(task_path: str, attempts: int) -> float:
+    """Seconds before attempt ``attempts + 1``: exponential from the task's base, jittered."""
+    config = get_settings()
+    base = _task_backoff(task_path)
+    base = config.RETRY_BACKOFF if base is None else base
+    delay = min(config.RETRY_BACKOFF_MAX, base * 2 ** max(attempts - 1, 0))
+    # Jitter spreads the retries of jobs that a dead worker held all at once.
+    return delay * random.uniform(0.5, 1.0)
+
+
+def _task_backoff(task_path: str) -> float | None:
+    try:
+        return getattr(resolve_task(task_path), "retry_backoff", None)
+    except TaskNotFound:
+        return None
+
+
+def _count(using: str, runner: str, step: ReapResult) -> None:
+    """Add this batch's reclaims to the runner's own QueueMinute rows (no contention)."""
+    if not step.per_queue:
+        return
+    minute = read_db_now(using).replace(second=0, microsecond=0)
+    for queue_name in {queue for queue, _ in step.per_queue}:
+        counts = {"reclaimed": sum(n for (q, _), n in step.per_queue.items() if q == queue_name)}
+        if failed := step.per_queue[queue_name, "failed"]:
+            counts["failed"] = failed
+        add_to_minute(using, minute, queue_name, runner, **counts)
+
+
+def add_to_minute(
+    using: str, minute: datetime, queue_name: str, owner: str, **counts: int
+) -> None:
+    """Increment counters of one (minute, queue, owner) row, creating it on first use."""
+    rows = QueueMinute.objects.using(using).filter(
+        minute=minute, queue_name=queue_name, owner=owner
+    )
+    increments = {name: F(name) + value for name, value in counts.items()}
+    if rows.update(**increments):
+        return
+    try:
+        with transaction.atomic(using=using):
+            QueueMinute.objects.using(using).create(
+                minute=minute, queue_name=queue_name, owner=owner, **counts
+            )
+    except IntegrityError:
+        rows.update(**increments)
+
+
+def _merge(result: ReapResult, step: ReapResult) -> None:
+    for name in ("retried", "failed", "cancelled", "fenced"):
+        setattr(result, name, getattr(result, name) + getattr(step, name))
+    result.per_queue.update(step.per_queue)
+
+
+def promote(using: str = "default", *, batch: int | None = None) -> int:
+    """Make due scheduled jobs ready, in small SKIP LOCKED batches; return how many."""
+    batch = batch or get_settings().MAINTENANCE_BATCH
+    total = 0
+    while True:
+        promoted = retry_whole_transaction(using, lambda: _promote_batch(using, batch))
+        total += promoted
+        if promoted < batch:
+            return total
+
+
+def _promote_batch(using: str, batch: int) -> int:
+    # (status, run_after, id) is the skipqueue_due index: the scan stops at the LIMIT.
+    due = Job.objects.using(using).due().order_by("run_after", "id")
+    with transaction.atomic(using=using):
+        ids = [pk for (pk,) in Job.objects.db_manager(using).lock_batch(due, ["pk"], batch)]
+        if ids:
+            Job.objects.using(using).scheduled().filter(pk__in=ids).update(status=JobStatus.READY)
+    return len(ids)
