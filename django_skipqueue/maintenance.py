@@ -21,6 +21,9 @@ from .reaper import promote, reap, runner_id
 
 logger = logging.getLogger("django_skipqueue.maintenance")
 
+#: Longest stretch a scheduled purge runs (or waits for a replica) per turn of the loop.
+PURGE_SLICE_SECONDS = 2.0
+
 
 def queue_database(backend_alias: str = "default") -> str:
     """Return the database alias that a skipqueue task backend keeps its jobs in."""
@@ -82,7 +85,7 @@ class Maintenance:
         """
         if self._purge is None:
             self._purge = Purge(PurgeOptions.from_settings(using=self.using))
-        finished = self._purge.run(max_seconds=5.0)
+        finished = self._purge.run(max_seconds=PURGE_SLICE_SECONDS)
         deleted = self._purge.summary.deleted
         if finished:
             self._purge = None

@@ -50,9 +50,14 @@ class Purge:
         self.position = 0
         self.summary = PurgeSummary(dry_run=options.dry_run)
         self._condition: Q | None = None
+        self._paused_at: float | None = None
 
     def run(self, max_seconds: float | None = None) -> bool:
-        """Purge until done (True), stopped or out of ``max_seconds`` (False)."""
+        """Purge until done (True), stopped or out of ``max_seconds`` (False).
+
+        A time budget also bounds a pause for replica lag: the maintenance loop calls this
+        with a few seconds at a time so that promotion and reaping never wait on a purge.
+        """
         started = time.monotonic()
         try:
             if self._condition is None:
@@ -60,8 +65,8 @@ class Purge:
             while not self.should_stop():
                 if max_seconds is not None and time.monotonic() - started >= max_seconds:
                     return False
-                if not self._wait_for_replicas():
-                    break
+                if not self._replicas_caught_up():
+                    continue
                 ids = self._next_ids()
                 if not ids:
                     return True
@@ -142,23 +147,25 @@ class Purge:
             return
         self.chunk = max(min(MIN_CHUNK, self.options.chunk), min(wanted, self.options.chunk))
 
-    def _wait_for_replicas(self) -> bool:
-        """Wait while a watched replica is behind (or of unknown lag); False if stopped."""
-        if not self.options.replicas:
+    def _replicas_caught_up(self) -> bool:
+        """Tell whether every watched replica is within the lag limit; if not, wait a poll.
+
+        An unknown lag (SQL thread stopped, replica unreachable) counts as too far behind.
+        """
+        behind = lagging(self.options.replicas, self.options.max_replica_lag)
+        if not behind:
+            if self._paused_at is not None:
+                paused_for = time.monotonic() - self._paused_at
+                self._paused_at = None
+                self.summary.paused_seconds += paused_for
+                self.reporter.resumed(self, paused_for)
             return True
-        paused_at: float | None = None
-        while behind := lagging(self.options.replicas, self.options.max_replica_lag):
-            if paused_at is None:
-                paused_at = time.monotonic()
-                self.summary.pauses += 1
-            self.reporter.paused(self, behind)
-            if not self._sleep(self.options.lag_poll_seconds):
-                return False
-        if paused_at is not None:
-            paused_for = time.monotonic() - paused_at
-            self.summary.paused_seconds += paused_for
-            self.reporter.resumed(self, paused_for)
-        return True
+        if self._paused_at is None:
+            self._paused_at = time.monotonic()
+            self.summary.pauses += 1
+        self.reporter.paused(self, behind)
+        self._sleep(self.options.lag_poll_seconds)
+        return False
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep in short steps so a stop request is seen; False if stopped."""

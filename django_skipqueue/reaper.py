@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import secrets
 import socket
 from collections import Counter
@@ -25,11 +24,11 @@ from .dbretry import retry_whole_transaction
 from .dbtime import DatabaseNow, DatabaseNowPlus, read_db_now
 from .exceptions import LeaseExpired, TaskNotFound
 from .models import Job, JobStatus, MaintenanceRun, QueueMinute
+from .retries import message_record, retry_delay
 from .tasks import resolve_task
 
 logger = logging.getLogger("django_skipqueue.reaper")
 
-LEASE_EXPIRED = f"{LeaseExpired.__module__}.{LeaseExpired.__qualname__}"
 #: What the reaper reads of each expired row it locks: the fence and what the update needs.
 REAP_FIELDS = ("pk", "queue_name", "task_path", "owner", "attempts", "max_attempts",
                "cancel_requested", "lease_until", "errors", "worker_ids")  # fmt: skip
@@ -67,6 +66,15 @@ def runner_id(role: str = "reaper") -> str:
     return f"{role}:{socket.gethostname()}:{os.getpid()}:{_TOKEN}"[:128]
 
 
+def counter_owner(runner: str) -> str:
+    """Return the QueueMinute owner the reaper counts under when run by ``runner``.
+
+    A supervisor writes its own QueueMinute rows with absolute values at each heartbeat;
+    the reaper's increments go to rows of their own so that neither overwrites the other.
+    """
+    return runner if runner.startswith("reaper:") else f"reaper:{runner}"[:128]
+
+
 def reap(
     using: str = "default", *, batch: int | None = None, runner: str | None = None
 ) -> ReapResult:
@@ -75,7 +83,7 @@ def reap(
     A reclaimed job goes back to the queue after its retry backoff (scheduled, then promoted),
     or ends ``failed`` when its attempts are spent (``cancelled`` if a cancel was requested).
     Each gets a LeaseExpired error and its lost owner in ``worker_ids``, and is counted in
-    ``QueueMinute.reclaimed`` under this runner.
+    ``QueueMinute.reclaimed`` (owner ``counter_owner(runner)``).
     """
     batch = batch or get_settings().MAINTENANCE_BATCH
     runner = runner or runner_id()
@@ -130,9 +138,10 @@ def _transition(row: dict[str, Any], runner: str) -> tuple[str, dict[str, Any]]:
     }
     if row["cancel_requested"]:
         return "cancelled", {**fields, "status": JobStatus.CANCELLED, "finished_at": DatabaseNow()}
-    if row["attempts"] >= row["max_attempts"]:
+    attempt = Job(attempts=row["attempts"], max_attempts=row["max_attempts"])
+    delay = retry_delay(attempt, _task_backoff(row["task_path"]))
+    if delay is None:
         return "failed", {**fields, "status": JobStatus.FAILED, "finished_at": DatabaseNow()}
-    delay = retry_delay(row["task_path"], row["attempts"])
     if delay <= 0:
         return "retried", {**fields, "status": JobStatus.READY}
     return "retried", {
@@ -145,23 +154,11 @@ def _transition(row: dict[str, Any], runner: str) -> tuple[str, dict[str, Any]]:
 def _lease_error(row: dict[str, Any], runner: str) -> dict[str, str]:
     lease_until = row["lease_until"]
     when = lease_until.isoformat() if isinstance(lease_until, datetime) else str(lease_until)
-    return {
-        "exception_class_path": LEASE_EXPIRED,
-        "traceback": (
-            f"{LeaseExpired.__name__}: the lease of {row['owner']} on attempt "
-            f"{row['attempts']} expired at {when}; reclaimed by {runner}.\n"
-        ),
-    }
-
-
-def retry_delay(task_path: str, attempts: int) -> float:
-    """Seconds before attempt ``attempts + 1``: exponential from the task's base, jittered."""
-    config = get_settings()
-    base = _task_backoff(task_path)
-    base = config.RETRY_BACKOFF if base is None else base
-    delay = min(config.RETRY_BACKOFF_MAX, base * 2 ** max(attempts - 1, 0))
-    # Jitter spreads the retries of jobs that a dead worker held all at once.
-    return delay * random.uniform(0.5, 1.0)
+    return message_record(
+        LeaseExpired,
+        f"the lease of {row['owner']} on attempt {row['attempts']} expired at {when}; "
+        f"reclaimed by {runner}.",
+    )
 
 
 def _task_backoff(task_path: str) -> float | None:
@@ -180,7 +177,7 @@ def _count(using: str, runner: str, step: ReapResult) -> None:
         counts = {"reclaimed": sum(n for (q, _), n in step.per_queue.items() if q == queue_name)}
         if failed := step.per_queue[queue_name, "failed"]:
             counts["failed"] = failed
-        add_to_minute(using, minute, queue_name, runner, **counts)
+        add_to_minute(using, minute, queue_name, counter_owner(runner), **counts)
 
 
 def add_to_minute(

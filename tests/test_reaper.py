@@ -54,7 +54,7 @@ def test_an_expired_lease_goes_back_with_backoff_and_a_live_one_is_untouched():
     before = (live.status, live.owner, live.lease_until, live.attempts)
     live.refresh_from_db()
     assert (live.status, live.owner, live.lease_until, live.attempts) == before
-    counted = QueueMinute.objects.filter(owner="reaper-1", queue_name="default")
+    counted = QueueMinute.objects.filter(owner="reaper:reaper-1", queue_name="default")
     assert counted.aggregate(n=Sum("reclaimed"))["n"] == 1
     run = MaintenanceRun.objects.get(task="reap")
     assert run.runner == "reaper-1" and run.last_result["reclaimed"] == 1
@@ -73,7 +73,7 @@ def test_spent_attempts_end_failed_and_a_requested_cancel_ends_cancelled():
     cancelling.refresh_from_db()
     assert spent.status == "failed" and spent.finished_at is not None
     assert cancelling.status == "cancelled" and cancelling.finished_at is not None
-    minute = QueueMinute.objects.get(owner="r")
+    minute = QueueMinute.objects.get(owner="reaper:r")
     assert (minute.reclaimed, minute.failed) == (2, 1)
 
 
