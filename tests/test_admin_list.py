@@ -1,0 +1,115 @@
+"""The job list: capped counts, filters and search that stay on indexes, no payload reads."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from django_skipqueue.admin import listing
+from django_skipqueue.models import Job, JobStatus
+from tests.admin_support import changelist_url, make_job
+
+pytestmark = pytest.mark.django_db
+
+
+def listed(client, query: str = "") -> list[int]:
+    response = client.get(changelist_url(query))
+    assert response.status_code == 200
+    return [job.pk for job in response.context["cl"].result_list]
+
+
+def test_the_list_never_counts_the_whole_table_nor_reads_payloads(admin_client):
+    for status in JobStatus.values:
+        make_job(status)
+    with CaptureQueriesContext(connection) as queries:
+        assert len(listed(admin_client)) == 6
+    job_queries = [q["sql"] for q in queries.captured_queries if "skipqueue_job" in q["sql"]]
+    counts = [sql for sql in job_queries if "COUNT(" in sql.upper()]
+    assert counts and all("LIMIT" in sql.upper() for sql in counts), counts
+    page = next(sql for sql in job_queries if "ORDER BY" in sql and "LIMIT" not in sql)
+    for heavy in ("args", "kwargs", "errors", "return_value"):
+        assert not re.search(rf"\.[`\"]{heavy}[`\"]", page), (heavy, page)
+
+
+def test_past_the_cap_the_list_says_more_than(admin_client, monkeypatch):
+    monkeypatch.setattr(listing.CappedPaginator, "cap", 5)
+    for _ in range(8):
+        make_job()
+    response = admin_client.get(changelist_url())
+    assert response.context["cl"].result_count == 5
+    assert "More than 5 jobs (count capped" in response.content.decode()
+    make_job(JobStatus.FAILED)
+    exact = admin_client.get(changelist_url("status__exact=failed")).content.decode()
+    assert "count capped" not in exact and "1 job" in exact
+
+
+def test_filters_by_status_queue_and_task(admin_client):
+    failed_emails = make_job(JobStatus.FAILED, queue_name="emails")
+    failed_default = make_job(JobStatus.FAILED, task_path="tests.tasks.noop")
+    ready = make_job(JobStatus.READY, queue_name="emails")
+    assert listed(admin_client, "status__exact=failed") == [failed_default.pk, failed_emails.pk]
+    assert listed(admin_client, "status__exact=failed&queue=emails") == [failed_emails.pk]
+    assert listed(admin_client, "queue=emails") == [ready.pk, failed_emails.pk]
+    assert listed(admin_client, "task=tests.tasks.noop") == [failed_default.pk]
+
+
+def test_the_queue_and_task_filters_offer_configured_queues_and_recent_tasks(admin_client):
+    make_job(task_path="tests.tasks.noop")
+    make_job(task_path="testproject.demo.tasks.add")
+    filters = {f.title: f for f in admin_client.get(changelist_url()).context["cl"].filter_specs}
+    assert [value for value, _ in filters["queue"].lookup_choices] == [
+        "default", "high", "emails", "reports",
+    ]  # fmt: skip
+    assert [value for value, _ in filters["task"].lookup_choices] == [
+        "testproject.demo.tasks.add", "tests.tasks.noop",
+    ]  # fmt: skip
+
+
+def test_the_date_filter_reads_an_id_range_found_by_bisection(admin_client):
+    now = timezone.now()
+    old = [make_job(enqueued_at=now - timedelta(days=10, minutes=-i)) for i in range(20)]
+    day_old = make_job(enqueued_at=now - timedelta(hours=20))
+    new = [make_job(enqueued_at=now - timedelta(minutes=30 - i)) for i in range(20)]
+
+    newest_first = [job.pk for job in reversed(new)]
+    assert listed(admin_client, "enqueued=1h") == newest_first
+    assert listed(admin_client, "enqueued=24h") == [*newest_first, day_old.pk]
+    assert listed(admin_client, "enqueued=older-7d") == [job.pk for job in reversed(old)]
+
+    first_new = listing.first_id_enqueued_since(Job.objects.all(), now - timedelta(hours=1))
+    assert old[-1].pk < first_new <= new[0].pk
+    assert listing.first_id_enqueued_since(Job.objects.all(), now + timedelta(days=1)) is None
+
+
+def test_search_by_id_key_and_task_path(admin_client):
+    keyed_live = make_job(JobStatus.READY, idempotency_key="invoice-42")
+    keyed_failed = make_job(JobStatus.FAILED, idempotency_key="invoice-42")
+    other = make_job(JobStatus.SUCCEEDED, task_path="testproject.demo.tasks.add")
+
+    assert listed(admin_client, f"q={other.pk}") == [other.pk]
+    assert listed(admin_client, f"q=%23{other.pk}") == [other.pk]
+    assert listed(admin_client, "q=invoice-42") == [keyed_failed.pk, keyed_live.pk]
+    assert listed(admin_client, "q=key:invoice-42") == [keyed_failed.pk, keyed_live.pk]
+    assert listed(admin_client, "q=testproject.demo") == [other.pk]
+    assert listed(admin_client, "q=task:testproject.demo.tasks") == [other.pk]
+    assert listed(admin_client, "q=nothing-like-it") == []
+
+
+def test_search_by_key_reads_through_indexes(admin_client):
+    make_job(JobStatus.FAILED, idempotency_key="k1")
+    with CaptureQueriesContext(connection) as queries:
+        listing.ids_with_key(Job.objects.all(), "k1")
+    live, history = (q["sql"] for q in queries.captured_queries)
+    assert "active_key" in live
+    assert "status" in history and "IN" in history, "the claim index's status prefix"
+
+
+def test_only_the_id_column_sorts(admin_client):
+    response = admin_client.get(changelist_url())
+    sortable = [h for h in response.context["result_headers"] if h["sortable"]]
+    assert [h["text"] for h in sortable] == ["id"]
