@@ -1,0 +1,112 @@
+"""The reference pages against the code: every setting, option, field, exception and check id.
+
+Each test fails both ways: something in the code that the reference does not document, and
+something the reference documents that the code does not have (a renamed or removed name).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+from django.apps import apps
+from django.tasks import Task
+
+from django_skipqueue import conf, exceptions
+from django_skipqueue.tasks import SkipQueueTask
+from tests import docpages
+
+PACKAGE = Path(__file__).resolve().parent.parent / "django_skipqueue"
+SETTING_HEADING = re.compile(r"^`SKIPQUEUE_(\w+)`$")
+DEFAULT_LINE = re.compile(r"^Default: `(.+?)`", re.MULTILINE)
+
+
+def _setting_defaults() -> dict[str, object]:
+    defaults = {}
+    for field in dataclasses.fields(conf.SkipQueueSettings):
+        factory = field.default_factory
+        has_factory = factory is not dataclasses.MISSING
+        defaults[field.name] = factory() if has_factory else field.default  # type: ignore[misc]
+    return defaults
+
+
+def _documented_settings() -> dict[str, str]:
+    documented = {}
+    for section in docpages.sections(docpages.DOCS / "reference" / "settings.md"):
+        match = SETTING_HEADING.match(section.title)
+        if match:
+            default = DEFAULT_LINE.search(section.text)
+            assert default, f"SKIPQUEUE_{match.group(1)} has no 'Default: `...`' line"
+            documented[match.group(1)] = default.group(1)
+    return documented
+
+
+def test_every_setting_is_documented_with_its_default():
+    documented = _documented_settings()
+    defaults = _setting_defaults()
+    assert sorted(documented) == sorted(defaults)
+    for name, default in defaults.items():
+        assert ast.literal_eval(documented[name]) == default, f"SKIPQUEUE_{name}"
+
+
+def test_every_task_option_is_documented():
+    own = {f.name for f in dataclasses.fields(SkipQueueTask)} - {
+        f.name for f in dataclasses.fields(Task)
+    }
+    django_options = {"priority", "queue_name", "run_after", "backend", "takes_context"}
+    page = docpages.DOCS / "reference" / "task-options.md"
+    headings = {s.title.strip("`") for s in docpages.sections(page) if s.level == 3}
+    assert headings == own | django_options
+
+
+def test_every_backend_option_is_documented():
+    source = (PACKAGE / "backend.py").read_text()
+    used = set(re.findall(r"options(?:\.get\(|\[)\"([A-Z_]+)\"", source))
+    assert used, "the option pattern no longer matches backend.py"
+    section = docpages.section_titled("reference", "`OPTIONS`")
+    assert section is not None
+    documented = set(re.findall(r"^`([A-Z_]+)`$", section.text, re.MULTILINE))
+    assert documented == used
+
+
+def test_every_model_field_is_documented():
+    page = docpages.DOCS / "reference" / "models.md"
+    by_model = {s.title.split("`")[1]: s.text for s in docpages.sections(page) if s.level == 2}
+    models = apps.get_app_config("django_skipqueue").get_models()
+    assert sorted(by_model) == sorted(model.__name__ for model in models)
+    for model in models:
+        rows = set(re.findall(r"^\| `(\w+)` \|", by_model[model.__name__], re.MULTILINE))
+        fields = {field.name for field in model._meta.concrete_fields}
+        assert rows == fields, model.__name__
+
+
+def test_every_exception_is_documented():
+    text = docpages.read("reference/exceptions.md")
+    documented = set(re.findall(r"^\| `(\w+)` \|", text, re.MULTILINE))
+    defined = {
+        name
+        for name, value in vars(exceptions).items()
+        if inspect.isclass(value) and value.__module__ == exceptions.__name__
+    }
+    assert documented == defined
+
+
+def test_every_system_check_id_is_documented():
+    in_code = set()
+    for path in PACKAGE.rglob("*.py"):
+        in_code |= set(re.findall(r"django_skipqueue\.[EW]\d{3}", path.read_text()))
+    checks_page = docpages.read("reference/checks.md")
+    documented = set(re.findall(r"`(django_skipqueue\.[EW]\d{3})`", checks_page))
+    assert in_code, "no check ids found in the package"
+    assert documented == in_code
+
+
+@pytest.mark.parametrize("page", docpages.pages("reference"), ids=lambda p: p.name)
+def test_settings_named_anywhere_in_the_reference_exist(page: Path):
+    names = set(re.findall(r"SKIPQUEUE_([A-Z][A-Z_]*[A-Z])", page.read_text()))
+    unknown = names - set(_setting_defaults())
+    assert not unknown, f"{page.name} names settings that do not exist: {unknown}"
