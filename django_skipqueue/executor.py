@@ -48,10 +48,6 @@ class Running:
     #: A heartbeat found the job taken over: its completion will be rejected.
     lease_lost: bool = False
 
-    @property
-    def lease_seconds(self) -> float:
-        return float(self.job.lease_seconds)
-
 
 @dataclass(eq=False)
 class Outcome:
@@ -111,9 +107,10 @@ class Executor:
     def loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
-            threading.Thread(
-                target=self._loop.run_forever, name="skipqueue-loop", daemon=True
-            ).start()
+            thread = threading.Thread(
+                target=_run_loop, args=(self._loop,), name="skipqueue-loop", daemon=True
+            )
+            thread.start()
         return self._loop
 
     def shutdown(self) -> None:
@@ -211,6 +208,13 @@ def timed_out(running: Running, task: Task | None) -> Outcome:
         retry_in=retry_in,
         duration=time.monotonic() - (running.started_at or time.monotonic()),
     )
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
 
 
 def to_json(value: Any) -> Any:

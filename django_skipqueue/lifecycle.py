@@ -6,6 +6,7 @@ import contextlib
 import logging
 import random
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -72,15 +73,24 @@ class DatabaseBackoff:
         self.failures = 0
 
 
-def keep_connections_open() -> None:
-    """Let this long-lived process reuse connections; close_old_connections() still checks them.
+@contextlib.contextmanager
+def connections_kept_open() -> Iterator[None]:
+    """Let a worker reuse connections; close_old_connections() still checks them every loop.
 
     With CONN_MAX_AGE=0 (Django's default, right for requests) every loop would reconnect.
     """
-    for alias in connections:
-        settings_dict = connections.settings[alias]
-        if settings_dict.get("CONN_MAX_AGE", 0) == 0:
-            settings_dict["CONN_MAX_AGE"] = WORKER_CONN_MAX_AGE
+    changed = [
+        settings_dict
+        for settings_dict in (connections.settings[alias] for alias in connections)
+        if settings_dict.get("CONN_MAX_AGE", 0) == 0
+    ]
+    for settings_dict in changed:
+        settings_dict["CONN_MAX_AGE"] = WORKER_CONN_MAX_AGE
+    try:
+        yield
+    finally:
+        for settings_dict in changed:
+            settings_dict["CONN_MAX_AGE"] = 0
 
 
 def clock_offset(using: str) -> timedelta:

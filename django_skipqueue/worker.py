@@ -11,26 +11,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import signal
 import time
 from types import FrameType
 
 from django.db import Error, close_old_connections
 
-from . import heartbeat, outcomes
+from . import heartbeat
 from .conf import get_settings
 from .dbtime import DatabaseNowPlus
 from .exceptions import JobCancelled
 from .executor import Executor, Outcome, Running, timed_out
+from .holdings import Holdings
 from .lifecycle import (
     DatabaseBackoff,
     IdleBackoff,
     clock_offset,
-    keep_connections_open,
-    log_outcome,
+    connections_kept_open,
     resident_megabytes,
-    send_finished,
 )
 from .metrics import Metrics
 from .models import Job
@@ -62,15 +60,10 @@ class Worker:
     ) -> None:
         self.options, self.owner, self.using = options, owner, options.database
         self.supervisor, self.parent_pid = supervisor, parent_pid
-        config = get_settings()
-        self.waker = Waker(config.WAKEUP_HOST if options.wakeup else None)
-        self.executor = Executor(options.threads, options.backend, self.using, self._on_done)
+        self.waker = Waker(get_settings().WAKEUP_HOST if options.wakeup else None)
         self.metrics = Metrics()
-        self.held: dict[int, Running] = {}
-        self.stuck: list[Running] = []
-        self.unstarted: list[Running] = []
-        self.finished: queue.SimpleQueue[tuple[Running, Outcome]] = queue.SimpleQueue()
-        self.unrecorded: list[Outcome] = []
+        self.jobs = Holdings(owner, self.using, options.backend, self.metrics)
+        self.executor = Executor(options.threads, options.backend, self.using, self._on_done)
         self.idle = IdleBackoff(options.poll_max * max(len(options.queues), 1))
         self.db_backoff = DatabaseBackoff()
         self.stop: str | None = None
@@ -85,15 +78,19 @@ class Worker:
 
     def run(self) -> int:
         """Work until stopped (signal, burst drained, recycle); return the exit code."""
-        self._install_signals()
-        keep_connections_open()
-        if self._start():
-            try:
-                while not self._done():
-                    self._step()
-            finally:
-                self._finish()
-        self.waker.close()
+        previous = {signum: signal.signal(signum, self._on_signal) for signum in STOP_SIGNALS}
+        try:
+            with connections_kept_open():
+                if self._start():
+                    try:
+                        while not self._done():
+                            self._step()
+                    finally:
+                        self._finish()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            self.waker.close()
         return self.exit_code
 
     # The loop.
@@ -103,10 +100,7 @@ class Worker:
         while self.stop is None:
             try:
                 self.metrics.clock_offset = clock_offset(self.using)
-                heartbeat.register(
-                    self.owner, WorkerRole.WORKER, self.options,
-                    supervisor=self.supervisor, wakeup_address=self.waker.address,
-                )  # fmt: skip
+                self._register()
                 self._schedule_beat()
                 logger.info("worker started worker=%s wakeup=%s", self.owner, self.waker.address)
                 return True
@@ -115,14 +109,21 @@ class Worker:
             self._handle_signals()
         return False
 
+    def _register(self) -> None:
+        heartbeat.register(
+            self.owner, WorkerRole.WORKER, self.options,
+            supervisor=self.supervisor, wakeup_address=self.waker.address,
+        )  # fmt: skip
+
     def _step(self) -> None:
         self._handle_signals()
         try:
             close_old_connections()
-            self._collect()
-            self._record()
+            self.jobs.collect()
+            self.jobs.record()
             if self.reconcile:
-                self._release_strays()
+                self.jobs.release_strays()
+                self.reconcile = False
             self._check_health()
             if time.monotonic() >= self.next_beat_at:
                 self._beat()
@@ -134,26 +135,26 @@ class Worker:
         self._sleep()
 
     def _done(self) -> bool:
-        if self.stop == "immediate":
-            return True
         if self.stop is None:
             return False
-        busy = self.held or self.unrecorded or not self.finished.empty()
-        return not busy or time.monotonic() >= self.deadline
+        return self.stop == "immediate" or not self.jobs.busy or time.monotonic() >= self.deadline
 
     def _sleep(self) -> None:
+        if self.jobs.unrecorded or self._done():
+            return
         now, free = time.monotonic(), self._free_slots()
-        until = [self.next_beat_at, self.deadline, *self._timeouts()]
-        if self.stop is None and free > 0:
+        until = [self.next_beat_at, self.deadline, *self.jobs.deadlines()]
+        listen = self.stop is None and free > 0
+        if listen:
             until.append(self.idle.next_claim_at)
-        woken_for = self.waker.wait(min(until) - now, listen=self.stop is None and free > 0)
+        woken_for = self.waker.wait(min(until) - now, listen=listen)
         if woken_for & set(self.options.queues):
             self.idle.wake()
 
     # Claims.
 
     def _free_slots(self) -> int:
-        free = self.options.threads - len(self.held) - len(self.stuck)
+        free = self.options.threads - len(self.jobs)
         if self.options.max_jobs is not None:
             free = min(free, self.options.max_jobs - self.started_jobs)
         return free
@@ -162,15 +163,33 @@ class Worker:
         wanted = self._free_slots()
         if self.stop is not None or wanted <= 0 or time.monotonic() < self.idle.next_claim_at:
             return
-        jobs = self._claim(wanted)
-        self.idle.claimed(len(jobs), wanted)
-        for job in jobs:
+        claimed = self._claim(wanted)
+        self.idle.claimed(len(claimed), wanted)
+        for job in claimed:
             self._start_job(job)
-        drained = self.options.burst and not jobs and not self.held and not self.unrecorded
-        if drained and not self._retries_due_soon():
+        if claimed:
+            self._schedule_beat(sooner_only=True)
+        drained = self.options.burst and not claimed and not self.jobs.busy
+        if drained and not self._due_soon():
             self._request_stop("graceful", "drained")
 
-    def _retries_due_soon(self) -> bool:
+    def _claim(self, wanted: int) -> list[Job]:
+        """Claim up to ``wanted`` jobs, queue by queue in order, timing each claim query."""
+        claimed: list[Job] = []
+        manager = Job.objects.db_manager(self.using)
+        for queue_name in self.options.queues:
+            limit = wanted - len(claimed)
+            if limit <= 0:
+                break
+            began = time.perf_counter()
+            got = manager.claim(
+                [queue_name], limit=limit, owner=self.owner, lease=self.options.lease
+            )
+            self.metrics.claim_query(queue_name, (time.perf_counter() - began) * 1000, len(got))
+            claimed += got
+        return claimed
+
+    def _due_soon(self) -> bool:
         """Tell a burst worker to wait for scheduled jobs due within BURST_HORIZON seconds.
 
         Jobs overdue by more than that are left alone: nothing promotes them (no maintenance
@@ -185,28 +204,12 @@ class Worker:
             .exists()
         )
 
-    def _claim(self, wanted: int) -> list[Job]:
-        """Claim up to ``wanted`` jobs, queue by queue in order, timing each claim query."""
-        jobs: list[Job] = []
-        manager = Job.objects.db_manager(self.using)
-        for queue_name in self.options.queues:
-            limit = wanted - len(jobs)
-            if limit <= 0:
-                break
-            began = time.perf_counter()
-            got = manager.claim(
-                [queue_name], limit=limit, owner=self.owner, lease=self.options.lease
-            )
-            self.metrics.claim_query(queue_name, (time.perf_counter() - began) * 1000, len(got))
-            jobs += got
-        return jobs
-
     def _start_job(self, job: Job) -> None:
-        running = self.held[job.pk] = Running(job)
+        running = self.jobs.hold(job)
         self.started_jobs += 1
         if job.cancel_requested:
             error = message_record(JobCancelled, f"Job {job.pk} was cancelled before it started.")
-            self.unrecorded.append(Outcome(running, "cancelled", error=error))
+            self.jobs.unrecorded.append(Outcome(running, "cancelled", error=error))
             return
         try:
             task = resolve_task(job.task_path)
@@ -215,77 +218,30 @@ class Worker:
             return
         self.executor.submit(running, task)
 
-    # Outcomes.
-
     def _on_done(self, running: Running, outcome: Outcome) -> None:
         """Called on the job's thread: hand the outcome to the main loop."""
-        self.finished.put((running, outcome))
+        self.jobs.on_done(running, outcome)
         self.waker.poke()
 
-    def _collect(self) -> None:
-        while not self.finished.empty():
-            running, outcome = self.finished.get()
-            if not running.abandoned:
-                self.unrecorded.append(outcome)
-
-    def _record(self) -> None:
-        if not self.unrecorded:
-            return
-        batch = self.unrecorded
-        outcomes.record(batch, self.using)
-        self.unrecorded = []
-        for outcome in batch:
-            self.held.pop(outcome.job.pk, None)
-            self._account(outcome)
-
-    def _account(self, outcome: Outcome) -> None:
-        queue_name = outcome.job.queue_name
-        if outcome.lost:
-            self.metrics.count(queue_name, "lost_leases")
-        elif outcome.status in ("succeeded", "failed", "retry"):
-            counter = "retried" if outcome.status == "retry" else outcome.status
-            self.metrics.count(queue_name, counter)
-        log_outcome(outcome, self.owner)
-        if not outcome.lost:
-            send_finished(outcome, self.options.backend)
-
-    # Leases, health, timeouts.
+    # Leases and health.
 
     def _beat(self) -> None:
-        flags = heartbeat.renew(self.owner, self.using, list(self.held), self.options.lease)
-        for pk, running in self.held.items():
-            if pk not in flags and not running.lease_lost:
-                running.lease_lost = True
-                logger.warning("lease lost job=%s worker=%s", pk, self.owner)
-            elif flags.get(pk):
-                running.cancel_event.set()
+        self.jobs.renew(self.options.lease)
         if not heartbeat.beat(self.owner, self.using, self.metrics):
             logger.warning("workers row missing, registering again worker=%s", self.owner)
-            heartbeat.register(
-                self.owner, WorkerRole.WORKER, self.options,
-                supervisor=self.supervisor, wakeup_address=self.waker.address,
-            )  # fmt: skip
+            self._register()
         self._schedule_beat()
 
-    def _schedule_beat(self) -> None:
-        interval = get_settings().HEARTBEAT_SECONDS
-        for running in self.held.values():
-            interval = min(interval, (self.options.lease or running.job.lease_seconds) / 3)
-        self.next_beat_at = time.monotonic() + max(interval, MIN_HEARTBEAT_SECONDS)
-
-    def _timeouts(self) -> list[float]:
-        return [
-            running.started_at + running.job.timeout_seconds
-            for running in self.held.values()
-            if running.job.timeout_seconds and running.started_at and not running.on_loop
-        ]
+    def _schedule_beat(self, *, sooner_only: bool = False) -> None:
+        """Plan the next heartbeat: every HEARTBEAT_SECONDS, or a third of the shortest lease."""
+        beat = get_settings().HEARTBEAT_SECONDS
+        interval = min(beat, (self.options.lease or self.jobs.shortest_lease(beat * 3)) / 3)
+        due = time.monotonic() + max(interval, MIN_HEARTBEAT_SECONDS)
+        self.next_beat_at = min(due, self.next_beat_at) if sooner_only else due
 
     def _check_health(self) -> None:
-        now = time.monotonic()
-        for running in [r for r in self.held.values() if not r.on_loop]:
-            limit = running.job.timeout_seconds
-            if limit and running.started_at and now - running.started_at > limit:
-                self._abandon(running)
+        for running in self.jobs.overdue():
+            self._abandon(running)
         if self.parent_pid is not None and os.getppid() != self.parent_pid:
             self._request_stop("graceful", "supervisor gone")
         memory, limit_mb = resident_megabytes(), self.options.max_memory_mb
@@ -295,36 +251,19 @@ class Worker:
             self._request_stop("graceful", "max jobs", RECYCLE_EXIT_CODE)
 
     def _abandon(self, running: Running) -> None:
-        """Fail a sync job past its timeout; its thread cannot be killed, so recycle."""
-        running.abandoned = True
-        del self.held[running.job.pk]
-        self.stuck.append(running)
+        """Fail a thread-run job past its timeout; a thread cannot be killed, so recycle."""
         task = None
         with contextlib.suppress(Exception):  # only the retry backoff comes from it
             task = resolve_task(running.job.task_path)
-        self.unrecorded.append(timed_out(running, task))
+        self.jobs.abandon(running, timed_out(running, task))
         self._request_stop("graceful", f"job {running.job.pk} timed out", RECYCLE_EXIT_CODE)
-
-    # Faults and stopping.
 
     def _database_trouble(self, error: Error) -> None:
         delay = self.db_backoff.failed(error, self.using)
         self.reconcile = True
         self.waker.wait(delay, listen=False)
 
-    def _release_strays(self) -> None:
-        """Give back claims this process made but never learned of (a claim cut off mid-way)."""
-        strays = list(
-            Job.objects.using(self.using).held_by(self.owner).exclude(pk__in=list(self.held))
-        )
-        if strays:
-            logger.warning("released unknown claims jobs=%s worker=%s", len(strays), self.owner)
-            outcomes.release(strays, self.using)
-        self.reconcile = False
-
-    def _install_signals(self) -> None:
-        for signum in STOP_SIGNALS:
-            signal.signal(signum, self._on_signal)
+    # Signals and stopping.
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.signals.append(signum)
@@ -333,49 +272,39 @@ class Worker:
     def _handle_signals(self) -> None:
         while self.signals:
             signum = self.signals.pop(0)
-            if signum not in STOP_SIGNALS:
-                continue
-            forced = signum == signal.SIGQUIT or self.stop is not None
-            name = signal.Signals(signum).name
-            self._request_stop("immediate" if forced else "graceful", name)
+            if signum in STOP_SIGNALS:
+                forced = signum == signal.SIGQUIT or self.stop is not None
+                mode = "immediate" if forced else "graceful"
+                self._request_stop(mode, signal.Signals(signum).name)
 
     def _request_stop(self, mode: str, reason: str, exit_code: int = 0) -> None:
         if mode == "immediate":
             self.stop, self.deadline = "immediate", time.monotonic()
+            self.stop_reason = self.stop_reason or reason
             logger.info("worker stopping now reason=%s worker=%s", reason, self.owner)
         elif self.stop is None:
             self.stop, self.stop_reason, self.exit_code = "graceful", reason, exit_code
             self.deadline = time.monotonic() + self.options.grace
-            self._unstart()
+            self.jobs.unstart()
             if reason != "drained":
                 logger.info("worker stopping reason=%s grace=%s", reason, self.options.grace)
-
-    def _unstart(self) -> None:
-        """Take claimed jobs that have not started off the executor, to be given back."""
-        for pk, running in list(self.held.items()):
-            if running.future is not None and running.future.cancel():
-                self.unstarted.append(self.held.pop(pk))
 
     def _finish(self) -> None:
         """Record what finished, give back what did not, and leave the workers table."""
         try:
-            self._collect()
-            self._record()
-            leftovers = [running.job for running in [*self.held.values(), *self.unstarted]]
-            self.released = outcomes.release(leftovers, self.using)
+            self.jobs.collect()
+            self.jobs.record()
+            self.released = self.jobs.release_all()
             heartbeat.beat(self.owner, self.using, self.metrics)
             heartbeat.mark_stopped(self.owner, self.using)
         except Error:
             logger.exception("could not record the final state worker=%s", self.owner)
         self.executor.shutdown()
-        self._summary()
-
-    def _summary(self) -> None:
         totals = self.metrics.totals
         logger.info(
             "worker stopped worker=%s reason=%s claimed=%s succeeded=%s failed=%s retried=%s "
             "lost_leases=%s released=%s uptime_s=%.1f exit=%s",
-            self.owner, self.stop_reason or self.stop, totals["claimed"], totals["succeeded"],
+            self.owner, self.stop_reason, totals["claimed"], totals["succeeded"],
             totals["failed"], totals["retried"], totals["lost_leases"], self.released,
             time.monotonic() - self.born, self.exit_code,
         )  # fmt: skip

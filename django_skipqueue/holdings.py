@@ -1,0 +1,137 @@
+"""Holdings: the jobs one worker process holds, and the outcomes waiting to be recorded.
+
+A job is held from its claim until its outcome is written: while a finished job's outcome
+waits for the next batch, its lease still needs renewing.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+
+from . import heartbeat, outcomes
+from .executor import Outcome, Running
+from .lifecycle import log_outcome, send_finished
+from .metrics import Metrics
+from .models import Job
+
+logger = logging.getLogger("django_skipqueue.worker")
+
+
+class Holdings:
+    """Held jobs by id, plus timed-out ones whose threads run on, plus unrecorded outcomes."""
+
+    def __init__(self, owner: str, using: str, backend_alias: str, metrics: Metrics) -> None:
+        self.owner, self.using, self.backend_alias, self.metrics = (
+            owner, using, backend_alias, metrics,
+        )  # fmt: skip
+        self.held: dict[int, Running] = {}
+        #: Timed out: failed already, but still occupying a thread.
+        self.stuck: list[Running] = []
+        #: Claimed, never started, taken off the executor at shutdown: to be given back.
+        self.unstarted: list[Running] = []
+        self.finished: queue.SimpleQueue[tuple[Running, Outcome]] = queue.SimpleQueue()
+        self.unrecorded: list[Outcome] = []
+
+    def __len__(self) -> int:
+        """Slots in use: held jobs and threads still stuck in timed-out jobs."""
+        return len(self.held) + len(self.stuck)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.held or self.unrecorded or not self.finished.empty())
+
+    def hold(self, job: Job) -> Running:
+        running = self.held[job.pk] = Running(job)
+        return running
+
+    def on_done(self, running: Running, outcome: Outcome) -> None:
+        """Take an outcome from a job's thread (any thread)."""
+        self.finished.put((running, outcome))
+
+    def collect(self) -> None:
+        while not self.finished.empty():
+            running, outcome = self.finished.get()
+            if not running.abandoned:
+                self.unrecorded.append(outcome)
+
+    def record(self) -> None:
+        """Write the unrecorded outcomes in one batch; kept for next time if it fails."""
+        if not self.unrecorded:
+            return
+        batch = self.unrecorded
+        outcomes.record(batch, self.using)
+        self.unrecorded = []
+        for outcome in batch:
+            self.held.pop(outcome.job.pk, None)
+            self._account(outcome)
+
+    def _account(self, outcome: Outcome) -> None:
+        queue_name = outcome.job.queue_name
+        if outcome.lost:
+            self.metrics.count(queue_name, "lost_leases")
+        elif outcome.status in ("succeeded", "failed", "retry"):
+            counter = "retried" if outcome.status == "retry" else outcome.status
+            self.metrics.count(queue_name, counter)
+        log_outcome(outcome, self.owner)
+        if not outcome.lost:
+            send_finished(outcome, self.backend_alias)
+
+    def abandon(self, running: Running, outcome: Outcome) -> None:
+        """Give up on a job past its timeout: record ``outcome``, ignore what its thread says."""
+        running.abandoned = True
+        del self.held[running.job.pk]
+        self.stuck.append(running)
+        self.unrecorded.append(outcome)
+
+    def overdue(self) -> list[Running]:
+        """Return the thread-run jobs that have outlived their timeout."""
+        now = time.monotonic()
+        return [running for running in self.held.values() if _deadline(running) < now]
+
+    def deadlines(self) -> list[float]:
+        return [_deadline(running) for running in self.held.values()]
+
+    def renew(self, lease: float | None) -> None:
+        """Renew every held lease in one UPDATE; flag lost leases and requested cancels."""
+        flags = heartbeat.renew(self.owner, self.using, list(self.held), lease)
+        for pk, running in self.held.items():
+            if pk not in flags and not running.lease_lost:
+                running.lease_lost = True
+                logger.warning("lease lost job=%s worker=%s", pk, self.owner)
+            elif flags.get(pk):
+                running.cancel_event.set()
+
+    def shortest_lease(self, default: float) -> float:
+        return min([float(r.job.lease_seconds) for r in self.held.values()], default=default)
+
+    def unstart(self) -> None:
+        """Take claimed jobs that have not started off the executor, to be given back."""
+        for pk, running in list(self.held.items()):
+            if running.future is not None and running.future.cancel():
+                self.unstarted.append(self.held.pop(pk))
+
+    def release_all(self) -> int:
+        """Give every held job back without spending its attempt; return how many."""
+        leftovers = [running.job for running in [*self.held.values(), *self.unstarted]]
+        released = outcomes.release(leftovers, self.using)
+        self.held.clear()
+        self.unstarted.clear()
+        return released
+
+    def release_strays(self) -> None:
+        """Give back claims this process made but never learned of (a claim cut off mid-way)."""
+        mine = Job.objects.using(self.using).held_by(self.owner)
+        strays = list(mine.exclude(pk__in=list(self.held)))
+        if strays:
+            logger.warning("released unknown claims jobs=%s worker=%s", len(strays), self.owner)
+            outcomes.release(strays, self.using)
+
+
+def _deadline(running: Running) -> float:
+    """When a thread-run job times out (the event loop times coroutines out itself)."""
+    limit = running.job.timeout_seconds
+    if not limit or running.started_at is None or running.on_loop:
+        return float("inf")
+    return running.started_at + limit

@@ -1,0 +1,104 @@
+"""Module-level tasks for the worker tests (worker processes import them by path)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from django.tasks import TaskContext, task
+
+from django_skipqueue.context import is_cancel_requested
+from testproject.demo.models import LedgerEntry
+
+
+def write_ledger(context: TaskContext, label: str) -> int:
+    """Write one row per execution: job id, attempt and the worker that ran it."""
+    result = context.task_result
+    entry = LedgerEntry.objects.create(
+        job_id=int(result.id), attempt=context.attempt, worker=result.worker_ids[-1], label=label
+    )
+    return entry.pk
+
+
+@task(takes_context=True)
+def slow_record(context: TaskContext, seconds: float = 0.0, label: str = "") -> int:
+    time.sleep(seconds)
+    return write_ledger(context, label)
+
+
+@task(takes_context=True, transactional=True)
+def slow_record_tx(context: TaskContext, seconds: float = 0.0, label: str = "") -> int:
+    """Exactly-once: its ledger row commits with its completion, or not at all."""
+    time.sleep(seconds)
+    return write_ledger(context, label)
+
+
+@task(takes_context=True, max_attempts=10, retry_backoff=0)
+def persistent_record(context: TaskContext, seconds: float = 0.0, label: str = "") -> int:
+    """Retried at once, many times: survives a database outage."""
+    time.sleep(seconds)
+    return write_ledger(context, label)
+
+
+@task(takes_context=True, max_attempts=3, retry_backoff=0)
+def fail_first(context: TaskContext) -> int:
+    if context.attempt < 2:
+        raise RuntimeError(f"attempt {context.attempt} fails")
+    return context.attempt
+
+
+@task(max_attempts=2, retry_backoff=0)
+def always_fail() -> None:
+    raise ValueError("always")
+
+
+@task(max_attempts=3, retry_backoff=4)
+def fail_with_backoff() -> None:
+    raise ValueError("later")
+
+
+@task(max_attempts=2, retry_backoff=0)
+def kill_own_process() -> None:
+    """The worst task: SIGKILL its own worker process."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@task(takes_context=True, lease=2)
+def wait_for_cancel(context: TaskContext, limit: float = 20.0) -> str:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        context.raise_if_cancel_requested()  # type: ignore[attr-defined]
+        time.sleep(0.05)
+    return "not cancelled" if not is_cancel_requested(context) else "cancelled late"
+
+
+@task(timeout=1, max_attempts=1)
+def overrun(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+@task(timeout=1, max_attempts=1)
+async def async_overrun(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
+@task
+async def async_add(a: int, b: int) -> int:
+    import asyncio
+
+    await asyncio.sleep(0.01)
+    return a + b
+
+
+@task
+def stamp() -> float:
+    """Return when the job started, on this host's clock (latency measurements)."""
+    return time.time()
+
+
+@task(max_attempts=1)
+def not_json() -> object:
+    return {1, 2}
