@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import DatabaseError, close_old_connections
-from django.tasks import task_backends
 
 from .conf import get_settings
 from .purge import Purge, PurgeOptions
@@ -23,14 +22,6 @@ logger = logging.getLogger("django_skipqueue.maintenance")
 
 #: Longest stretch a scheduled purge runs (or waits for a replica) per turn of the loop.
 PURGE_SLICE_SECONDS = 2.0
-
-
-def queue_database(backend_alias: str = "default") -> str:
-    """Return the database alias that a skipqueue task backend keeps its jobs in."""
-    backend = task_backends[backend_alias]
-    if not hasattr(backend, "queue_names"):
-        raise ValueError(f"Task backend {backend_alias!r} is not a SkipQueueBackend.")
-    return str(getattr(backend, "database", "default"))
 
 
 @dataclass

@@ -12,12 +12,11 @@ import time
 from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
-from django.tasks import task_backends
 
 from .conf import get_settings
 from .dbtime import read_db_now
-from .exceptions import InvalidQueueName
 from .models import QueuePause
+from .queues import check_queue, queue_database
 
 _cache: dict[str, tuple[float, frozenset[str]]] = {}
 _cache_lock = threading.Lock()
@@ -85,13 +84,5 @@ def _cached_paused(using: str) -> frozenset[str]:
 
 def _database_of(backend_alias: str, queue_name: str) -> str:
     """Return the database of a skipqueue task backend, checking the queue is one of its own."""
-    backend = task_backends[backend_alias]
-    names = getattr(backend, "queue_names", None)
-    if names is None:
-        raise ValueError(f"Task backend {backend_alias!r} is not a SkipQueueBackend.")
-    if queue_name not in names:
-        raise InvalidQueueName(
-            f"Queue {queue_name!r} is not one of backend {backend_alias!r}'s queues "
-            f"({', '.join(names)})."
-        )
-    return str(getattr(backend, "database", "default"))
+    check_queue(backend_alias, queue_name)
+    return queue_database(backend_alias)

@@ -10,11 +10,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from django_skipqueue.durations import parse_duration
-from django_skipqueue.maintenance import queue_database
 from django_skipqueue.management.progress import TerminalReporter
 from django_skipqueue.management.stopping import stop_requested
 from django_skipqueue.models import FINISHED_STATUSES
 from django_skipqueue.purge import Purge
+from django_skipqueue.queues import queue_database
 from django_skipqueue.replicas import NotAReplica, check_replicas
 from django_skipqueue.retention import PurgeOptions
 

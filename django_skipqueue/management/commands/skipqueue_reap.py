@@ -8,8 +8,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from django_skipqueue.maintenance import Maintenance, queue_database
+from django_skipqueue.maintenance import Maintenance
 from django_skipqueue.management.stopping import stop_requested
+from django_skipqueue.queues import queue_database
 from django_skipqueue.reaper import promote, reap
 
 

@@ -1,0 +1,70 @@
+"""manage.py skipqueue_health: exit 0 when the queue is healthy, else a status per problem."""
+
+from __future__ import annotations
+
+import json
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
+
+from django_skipqueue.health import Thresholds, problems, summary
+from django_skipqueue.queues import queue_database, queue_names
+from django_skipqueue.stats import queue_status
+
+
+def seconds(value: str) -> float:
+    number = float(value)
+    if number <= 0:
+        raise ValueError(value)
+    return number
+
+
+class Command(BaseCommand):
+    help = (
+        "Check the queue for orchestrators. Exit status: 0 healthy, 3 no live worker, "
+        "4 a ready job waited too long, 5 the reaper is not running, 1 cannot check; "
+        "with several problems, the first of these. Each problem is printed."
+    )
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--max-ready-age",
+            type=seconds,
+            metavar="SECONDS",
+            help="Longest acceptable wait of a ready job "
+            "(default: SKIPQUEUE_HEALTH_MAX_READY_AGE).",
+        )
+        parser.add_argument(
+            "--max-reaper-age",
+            type=seconds,
+            metavar="SECONDS",
+            help="Longest acceptable time since the last reaper pass "
+            "(default: SKIPQUEUE_HEALTH_MAX_REAPER_AGE).",
+        )
+        parser.add_argument(
+            "--backend", default="default", help="Task backend to check (default: %(default)r)."
+        )
+        parser.add_argument("--json", action="store_true", help="Print the verdict as JSON.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        thresholds = Thresholds.from_settings(options["max_ready_age"], options["max_reaper_age"])
+        try:
+            using = queue_database(options["backend"])
+            report = queue_status(using, queue_names(options["backend"]), window_minutes=1)
+        except (DatabaseError, ValueError) as error:
+            raise CommandError(f"UNHEALTHY: cannot check the queue: {error}") from error
+        found = problems(report, thresholds)
+        if options["json"]:
+            verdict = [{"status": p.check.value, "check": p.check.name, "reason": p.reason}
+                       for p in found]  # fmt: skip
+            self.stdout.write(json.dumps({"healthy": not found, "problems": verdict}))
+        elif not found:
+            self.stdout.write(f"OK: {summary(report)}")
+        for problem in found:
+            if not options["json"]:
+                self.stderr.write(f"UNHEALTHY: {problem.reason}")
+        if found:
+            raise SystemExit(found[0].check.value)

@@ -1,0 +1,103 @@
+"""manage.py skipqueue_status: depth, age, throughput, latency and workers, per queue."""
+
+from __future__ import annotations
+
+import json
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from django_skipqueue.durations import format_seconds
+from django_skipqueue.queues import queue_database, queue_names
+from django_skipqueue.stats import DEPTH_STATUSES, QueueStatus, StatusReport, queue_status
+
+COLUMNS = ("queue", "paused", *DEPTH_STATUSES, "oldest ready", "done/min", "claim p50/p95",
+           "reclaimed 1h", "workers")  # fmt: skip
+
+
+def minutes(value: str) -> int:
+    number = int(value)
+    if not 1 <= number <= 60:
+        raise ValueError(value)
+    return number
+
+
+class Command(BaseCommand):
+    help = (
+        "Show each queue: jobs ready, scheduled, claimed and failed; how long the oldest ready "
+        "job has waited; throughput and claim latency over the last minutes; reclaims in the "
+        "last hour; live and stale workers."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+        parser.add_argument(
+            "--minutes",
+            type=minutes,
+            default=5,
+            help="Window of throughput and latency, 1-60 minutes (default: %(default)r).",
+        )
+        parser.add_argument(
+            "--backend", default="default", help="Task backend to show (default: %(default)r)."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            using = queue_database(options["backend"])
+            names = queue_names(options["backend"])
+        except ValueError as error:
+            raise CommandError(str(error)) from error
+        report = queue_status(using, names, window_minutes=options["minutes"])
+        if options["json"]:
+            self.stdout.write(json.dumps(report.as_dict(), indent=2))
+        else:
+            self.stdout.write(render(report))
+
+
+def render(report: StatusReport) -> str:
+    """The report as an aligned text table with a few footer lines."""
+    rows = [COLUMNS, *(_row(queue) for queue in report.queues)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+             for row in rows]  # fmt: skip
+    workers = report.workers
+    reaper = (
+        "never ran"
+        if report.reaper_age is None
+        else (f"last pass {format_seconds(report.reaper_age)} ago")
+    )
+    lines += [
+        "",
+        f"workers: {workers.live} live, {workers.stale} stale; reaper: {reaper}",
+        f"throughput and claim latency over the last {report.window_minutes} minute(s); "
+        "~ marks an estimate (count past SKIPQUEUE_STATUS_COUNT_CAP)",
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _row(queue: QueueStatus) -> tuple[str, ...]:
+    counts = tuple(str(queue.counts[status]) for status in DEPTH_STATUSES)
+    latency = f"{_ms(queue.claim_p50_ms)}/{_ms(queue.claim_p95_ms)}"
+    return (
+        queue.name,
+        "yes" if queue.paused else "no",
+        *counts,
+        format_seconds(queue.oldest_ready_age),
+        f"{queue.finished_per_minute:g}",
+        latency,
+        str(queue.reclaimed_last_hour),
+        f"{queue.live_workers} live"
+        + (f", {queue.stale_workers} stale" if queue.stale_workers else ""),
+    )
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return ">5s" if value == float("inf") else f"≤{value:g}ms"
+
+
+def _workers(queue: QueueStatus) -> str:
+    text = f"{queue.live_workers} live"
+    return f"{text}, {queue.stale_workers} stale" if queue.stale_workers else text
