@@ -62,6 +62,13 @@ def claim(cursor: MySQLdb.cursors.Cursor, owner: str, batch: int) -> list[int]:
     return ids
 
 
+def run_batch(cursor: MySQLdb.cursors.Cursor, ids: list[int]) -> None:
+    """Read the claimed payloads by key (after the claim committed) and run each job."""
+    cursor.execute(FETCH.format(",".join(map(str, ids))))
+    for _pk, path, args, kwargs in cursor.fetchall():
+        FUNCTIONS[path](*json.loads(args), **json.loads(kwargs))
+
+
 def run(batch: int, burst: bool, idle_sleep: float) -> int:
     owner = f"raw:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     cursor = connect().cursor()
@@ -73,11 +80,8 @@ def run(batch: int, burst: bool, idle_sleep: float) -> int:
                 return done
             time.sleep(idle_sleep)
             continue
-        id_list = ",".join(map(str, ids))
-        cursor.execute(FETCH.format(id_list))
-        for _pk, path, args, kwargs in cursor.fetchall():
-            FUNCTIONS[path](*json.loads(args), **json.loads(kwargs))
-        cursor.execute(DONE.format(id_list), (owner,))
+        run_batch(cursor, ids)
+        cursor.execute(DONE.format(",".join(map(str, ids))), (owner,))
         done += len(ids)
 
 
