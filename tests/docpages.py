@@ -9,6 +9,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*(\{[\w-]+\}\s*)?([\w+-]*)\s*(.*)$")
+DIRECTIVE = re.compile(r"^<!-- tutorial-test: (.+?) -->$")
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,15 @@ class Block:
     @property
     def where(self) -> str:
         return f"{self.path.relative_to(DOCS.parent)}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Directive:
+    """An instruction to the test runner, written as ``<!-- tutorial-test: ... -->``."""
+
+    path: Path
+    line: int
+    text: str
 
 
 @dataclass(frozen=True)
@@ -45,19 +55,28 @@ def pages(folder: str) -> list[Path]:
 
 def code_blocks(path: Path) -> list[Block]:
     """Return the fenced code blocks of a page in order (nested fences are not supported)."""
-    blocks: list[Block] = []
+    return [item for item in items(path) if isinstance(item, Block)]
+
+
+def items(path: Path) -> list[Block | Directive]:
+    """Return the fenced code blocks and the test directives of a page, in page order."""
+    blocks: list[Block | Directive] = []
     lines = path.read_text().splitlines()
     index = 0
     while index < len(lines):
-        match = FENCE.match(lines[index])
+        match = FENCE.match(lines[index].lstrip())
         if not match:
+            directive = DIRECTIVE.match(lines[index].strip())
+            if directive:
+                blocks.append(Directive(path, index + 1, directive.group(1)))
             index += 1
             continue
         fence, start = match.group(1), index
         end = next(
             (i for i in range(index + 1, len(lines)) if lines[i].strip() == fence), len(lines)
         )
-        body = "\n".join(lines[start + 1 : end])
+        indent = len(lines[start]) - len(lines[start].lstrip())
+        body = "\n".join(line[indent:] for line in lines[start + 1 : end])
         blocks.append(Block(path, start + 1, match.group(3), body + "\n"))
         index = end + 1
     return blocks
@@ -88,7 +107,7 @@ def _outside_fences(lines: list[str]) -> list[str]:
     """Blank out fenced code so that '# comment' lines in samples are not read as headings."""
     result, fence = [], None
     for line in lines:
-        match = FENCE.match(line)
+        match = FENCE.match(line.lstrip())
         if fence is None and match:
             fence = match.group(1)
             result.append("")

@@ -1,0 +1,139 @@
+"""The docs' samples run: the tutorial end to end, the testing how-to, and README's commands.
+
+The tutorial and the testing how-to are followed by :mod:`tests.tutorial_runner` in a fresh
+project in a temporary directory, with the test's virtualenv (django-skipqueue installed from
+this checkout). The tutorial's last section moves that project to MySQL/MariaDB; it runs when
+the suite itself runs on MySQL/MariaDB, against a database of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.core.management import get_commands, load_command_class
+from django.db import connection
+
+from tests import docpages
+from tests.tutorial_runner import Runner
+
+ROOT = Path(__file__).resolve().parent.parent
+TUTORIAL = docpages.DOCS / "tutorial" / "index.md"
+TESTING_HOWTO = docpages.DOCS / "howto" / "testing.md"
+MANAGE = re.compile(r"^\$ (?:\S+=\S+ )*python manage\.py (\S+)(.*)$")
+README_COMMAND = re.compile(r"^\$ (bash scripts/\S+)$", re.MULTILINE)
+
+
+def _mysql_database() -> tuple[dict[str, str], str] | None:
+    """Settings of the suite's MySQL server and a database name for the tutorial's project."""
+    if connection.vendor != "mysql":
+        return None
+    settings = connection.settings_dict
+    name = re.sub(r"^test_", "", settings["NAME"])[:40] + "_tutorial"
+    return settings, name
+
+
+def _mysql(settings: dict[str, str], statement: str) -> None:
+    import MySQLdb
+
+    link = MySQLdb.connect(
+        host=settings["HOST"] or "127.0.0.1",
+        port=int(settings["PORT"] or 3306),
+        user=settings["USER"] or "root",
+        password=settings["PASSWORD"] or "",
+    )
+    try:
+        link.cursor().execute(statement)
+    finally:
+        link.close()
+
+
+@pytest.fixture(scope="module")
+def tutorial(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
+    """The tutorial followed from its first command to its last, once per module."""
+    mysql = _mysql_database()
+    runner = Runner(tmp_path_factory.mktemp("tutorial"))
+    if mysql:
+        settings, name = mysql
+        runner.replacements = {'"NAME": "mysite"': f'"NAME": "{name}"'}
+        runner.replacements["CREATE DATABASE mysite"] = f"CREATE DATABASE {name}"
+        _mysql(settings, f"DROP DATABASE IF EXISTS {name}")
+    try:
+        runner.follow(TUTORIAL, mysql=mysql is not None)
+        yield runner
+    except BaseException:
+        print("\n".join(runner.log[-40:]))
+        raise
+    finally:
+        runner.kill_all()
+        if mysql:
+            _mysql(mysql[0], f"DROP DATABASE IF EXISTS {mysql[1]}")
+
+
+@pytest.mark.slow
+def test_tutorial(tutorial: Runner):
+    if connection.vendor == "mysql":
+        assert tutorial.stopped_at is None, "the MySQL section did not run"
+    else:
+        assert tutorial.stopped_at is not None
+    assert list((tutorial.cwd / "sent_emails").iterdir()), "no receipt was written"
+
+
+@pytest.mark.slow
+def test_testing_howto(tutorial: Runner):
+    """The testing how-to's files go into the tutorial's project, and its pytest run passes."""
+    tutorial.follow(TESTING_HOWTO, mysql=False)
+    assert (tutorial.cwd / "tests" / "test_workers.py").exists()
+
+
+def _manage_py_lines() -> list[tuple[str, str, str, str]]:
+    """Every ``$ python manage.py <command> ...`` line of the docs and README."""
+    found = []
+    for path in [*docpages.DOCS.rglob("*.md"), ROOT / "README.md"]:
+        for block in docpages.code_blocks(path):
+            for line in block.text.splitlines():
+                match = MANAGE.match(line)
+                if match:
+                    found.append((block.where, match.group(1), match.group(2), line))
+    return found
+
+
+@pytest.mark.parametrize(("where", "name", "arguments", "line"), _manage_py_lines())
+def test_documented_command_lines_parse(where: str, name: str, arguments: str, line: str):
+    """Every manage.py command line in the docs is accepted by that command's real parser."""
+    commands = get_commands()
+    assert name in commands, f"{where}: no command {name!r}"
+    command = load_command_class(commands[name], name)
+    parser = command.create_parser("manage.py", name)
+    parser.parse_args(shlex.split(arguments))
+
+
+def test_readme_test_command_is_what_ci_runs():
+    """README's second command is the one .ci/run executes (running it here would recurse)."""
+    commands = README_COMMAND.findall((ROOT / "README.md").read_text())
+    assert commands == ["bash scripts/demo.sh", "bash scripts/test.sh"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    executed = [line.strip() for line in ci.splitlines() if not line.startswith("#")]
+    assert f"exec {commands[1]}" in executed
+
+
+@pytest.mark.slow
+def test_readme_demo_command_runs(tmp_path: Path):
+    """README's first command, on a temporary SQLite file and a small workload."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'demo.sqlite3'}", DEMO_JOBS="60")
+    command = README_COMMAND.findall((ROOT / "README.md").read_text())[0]
+    done = subprocess.run(
+        shlex.split(command), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    assert "Enqueued 60 demo jobs" in output
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", done.stdout, re.MULTILINE))
+    assert counts["succeeded"] == "60", output[-4000:]
+    assert re.search(r"ledger: (\d+) executions of \1 record jobs \(0 repeated\)", output)

@@ -1,0 +1,317 @@
+"""Follow a docs page the way a reader does: run its commands, write its files, run its sessions.
+
+Conventions of the pages it runs (the tutorial states them in a comment at its top):
+
+- ``console`` blocks: lines starting with ``$ `` are commands, run with bash in the reader's
+  current directory; the lines after a command are its expected output (doctest rules, ``...``
+  matches anything), compared when present. Long-running commands (``runserver``, ``runworkers``
+  without ``--burst``) are started in the background. Environment setup that the test's own
+  virtualenv already provides (``python -m venv``, ``source``, ``pip install``) is checked,
+  not run.
+- ``python`` (and ``ini``) blocks whose first line is ``# <path>`` write that file;
+  ``# <path>: add at the end`` appends to it; a trailing ``(SQLite only)`` limits the block to a
+  project on SQLite. Any other python block is an error: every sample must be accounted for.
+- ``pycon`` blocks are run by doctest inside ``python manage.py shell``.
+- ``<!-- tutorial-test: ... -->`` comments are instructions: see ``Runner.directive``.
+"""
+
+from __future__ import annotations
+
+import doctest
+import http.cookiejar
+import importlib.util
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.docpages import Block, Directive, items
+
+COMMAND_TIMEOUT = 240
+FILE_MARKER = re.compile(r"^# (\S+?)(: add at the end)?( \(SQLite only\))?$")
+LOCAL_URL = re.compile(r"http://127\.0\.0\.1:8000(/admin/\S*?)(?=[>\s)`]|$)")
+#: pip distribution name -> the module that proves it is installed.
+MODULES = {"django-skipqueue": "django_skipqueue", "pytest-django": "pytest_django"}
+WAIT_FOR_JOBS = """
+import time
+from django_skipqueue.models import Job
+deadline = time.monotonic() + 60
+while Job.objects.exclude(status__in=["succeeded", "failed", "cancelled"]).exists():
+    assert time.monotonic() < deadline, list(Job.objects.values_list("id", "status"))
+    time.sleep(0.2)
+assert not Job.objects.exclude(status="succeeded").exists(), "a job did not succeed"
+"""
+RUN_DOCTEST = """
+import doctest, sys
+path = {path!r}
+test = doctest.DocTestParser().get_doctest(open(path).read(), {{}}, {name!r}, path, 0)
+runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+runner.run(test)
+sys.exit(1 if runner.failures else 0)
+"""
+
+
+@dataclass
+class Runner:
+    """The state of one reader going through pages: directory, processes, project database."""
+
+    root: Path
+    #: Textual replacements applied to every command and file once set (e.g. a database name).
+    replacements: dict[str, str] = field(default_factory=dict)
+    cwd: Path = field(init=False)
+    port: int = field(init=False)
+    vendor: str = "sqlite"
+    background: dict[str, subprocess.Popen[str]] = field(default_factory=dict)
+    credentials: tuple[str, str] | None = None
+    log: list[str] = field(default_factory=list)
+    stopped_at: str | None = None
+
+    def __post_init__(self) -> None:
+        self.cwd = self.root
+        self.port = free_port()
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE"))}
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        env["PYTHONUNBUFFERED"] = "1"
+        env.pop("PYTHONPATH", None)
+        return env
+
+    def follow(self, page: Path, *, mysql: bool) -> None:
+        """Run every block and directive of ``page`` in order."""
+        for item in items(page):
+            if isinstance(item, Directive):
+                if not self.directive(item, page, mysql=mysql):
+                    self.stopped_at = f"{page.name}:{item.line}"
+                    return
+            else:
+                self.block(item)
+
+    def block(self, block: Block) -> None:
+        self.log.append(f"--- {block.where} ({block.language})")
+        if block.language == "console":
+            self.console(block)
+        elif block.language == "pycon":
+            self.pycon(block)
+        elif block.language in ("python", "ini"):
+            self.file(block)
+        else:
+            raise AssertionError(f"{block.where}: no rule to run a {block.language!r} block")
+
+    # Blocks
+
+    def console(self, block: Block) -> None:
+        for command, expected in split_console(block.text):
+            self.command(self.replace(command), expected, block)
+
+    def command(self, command: str, expected: str, block: Block) -> None:
+        words = shlex.split(command)
+        if command in ("python -m venv .venv", "source .venv/bin/activate"):
+            return  # the test runs in the project's own virtualenv
+        if words[:2] == ["pip", "install"]:
+            for name in words[2:]:
+                module = MODULES.get(name, name)
+                assert importlib.util.find_spec(module), f"{block.where}: {name} is not installed"
+            return
+        if words[0] == "cd":
+            self.cwd = self.cwd / words[1]
+            return
+        if words[1:] == ["manage.py", "shell"]:
+            return  # the pycon block that follows runs in a shell
+        if "runserver" in words:
+            self.start("runserver", f"{command} --noreload 127.0.0.1:{self.port}")
+            wait_for_port(self.port, self.background["runserver"])
+            return
+        if "runworkers" in words and "--burst" not in words:
+            self.start("runworkers", command)
+            return
+        self.remember_credentials(command)
+        output = self.run(command, block)
+        if expected:
+            check_output(expected, output, f"{block.where}: {command}")
+
+    def pycon(self, block: Block) -> None:
+        script = self.root / f"session_{block.line}.txt"
+        script.write_text(self.replace(block.text))
+        code = RUN_DOCTEST.format(path=str(script), name=block.where)
+        self.run(shlex.join(["python", "manage.py", "shell", "-c", code]), block)
+
+    def file(self, block: Block) -> None:
+        first = block.text.splitlines()[0]
+        match = FILE_MARKER.match(first)
+        assert match, f"{block.where}: a python block must start with '# <path>', not {first!r}"
+        path, append, sqlite_only = match.groups()
+        if sqlite_only and self.vendor != "sqlite":
+            return
+        target = self.cwd / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = self.replace(block.text)
+        if append:
+            text = target.read_text() + "\n\n" + text
+        target.write_text(text)
+
+    # Directives
+
+    def directive(self, directive: Directive, page: Path, *, mysql: bool) -> bool:
+        """Carry out one instruction; return False to stop following the page."""
+        self.log.append(f"--- {page.name}:{directive.line} directive {directive.text}")
+        if directive.text == "wait for jobs":
+            self.run(shlex.join(["python", "manage.py", "shell", "-c", WAIT_FOR_JOBS]), None)
+        elif directive.text == "stop runworkers":
+            self.stop("runworkers", signal.SIGINT)
+        elif directive.text == "admin pages":
+            self.visit_admin(page)
+        elif directive.text == "mysql only from here":
+            self.stop_all()
+            if not mysql:
+                return False
+            self.vendor = "mysql"
+        else:
+            raise AssertionError(f"{page.name}:{directive.line}: unknown directive")
+        return True
+
+    def visit_admin(self, page: Path) -> None:
+        """Log in as the superuser the page created, and open every admin URL it names."""
+        assert self.credentials, "the page must create a superuser before its admin pages"
+        opener = login(self.port, *self.credentials)
+        urls = sorted(set(LOCAL_URL.findall(page.read_text())))
+        for path in urls:
+            with opener.open(f"http://127.0.0.1:{self.port}{path}", timeout=30) as response:
+                body = response.read().decode()
+            self.log.append(f"GET {path} -> {response.status}")
+            assert response.status == 200, path
+            assert 'name="password"' not in body, f"{path} shows the login form"
+
+    # Processes
+
+    def run(self, command: str, block: Block | None) -> str:
+        where = block.where if block else "directive"
+        process = subprocess.run(
+            ["bash", "-c", command],
+            cwd=self.cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT,
+        )
+        output = process.stdout + process.stderr
+        self.log.append(f"$ {command[:200]}\n{output[-3000:]}")
+        assert process.returncode == 0, f"{where}: exit {process.returncode}\n{output[-3000:]}"
+        return output
+
+    def start(self, name: str, command: str) -> None:
+        assert name not in self.background, f"{name} is already running"
+        self.log.append(f"$ {command} &")
+        self.background[name] = subprocess.Popen(
+            ["bash", "-c", f"exec {command}"],
+            cwd=self.cwd,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+    def stop(self, name: str, signum: int, *, timeout: float = 60) -> None:
+        """Stop a background process as Ctrl-C would, and check it exits 0 in time."""
+        process = self.background.pop(name)
+        process.send_signal(signum)
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            message = f"{name} did not stop within {timeout}s:\n{output[-3000:]}"
+            raise AssertionError(message) from None
+        self.log.append(f"{name} exited {process.returncode}:\n{output[-3000:]}")
+        assert process.returncode == 0, f"{name} exited {process.returncode}\n{output[-3000:]}"
+
+    def stop_all(self) -> None:
+        for name in list(self.background):
+            self.stop(name, signal.SIGINT)
+
+    def kill_all(self) -> None:
+        """Last resort at teardown: nothing this runner started may outlive the test."""
+        for process in self.background.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+        self.background.clear()
+
+    # Helpers
+
+    def replace(self, text: str) -> str:
+        text = text.replace("127.0.0.1:8000", f"127.0.0.1:{self.port}")
+        for old, new in self.replacements.items():
+            text = text.replace(old, new)
+        return text
+
+    def remember_credentials(self, command: str) -> None:
+        password = re.search(r"DJANGO_SUPERUSER_PASSWORD=(\S+)", command)
+        username = re.search(r"--username (\S+)", command)
+        if password and username:
+            self.credentials = (username.group(1), password.group(1))
+
+
+def split_console(text: str) -> list[tuple[str, str]]:
+    """Return (command, expected output) pairs of a console block."""
+    pairs: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("$ "):
+            pairs.append((line[2:], []))
+        else:
+            assert pairs, f"output before any command: {line!r}"
+            pairs[-1][1].append(line)
+    return [(command, "\n".join(lines).strip()) for command, lines in pairs]
+
+
+def check_output(expected: str, output: str, where: str) -> None:
+    checker = doctest.OutputChecker()
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    assert checker.check_output(expected + "\n", output, flags), (
+        f"{where}: output does not match\n--- expected\n{expected}\n--- got\n{output[-3000:]}"
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"the server exited: {process.communicate()[0][-3000:]}"
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"nothing listens on port {port} after {timeout}s")
+
+
+def login(port: int, username: str, password: str) -> urllib.request.OpenerDirector:
+    """Log in to the admin like a browser: fetch the form, post it with its CSRF token."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    url = f"http://127.0.0.1:{port}/admin/login/?next=/admin/"
+    with opener.open(url, timeout=30) as response:
+        form = response.read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+    assert token, "no CSRF token in the admin login form"
+    data = urllib.parse.urlencode(
+        {"username": username, "password": password, "csrfmiddlewaretoken": token.group(1)}
+    ).encode()
+    request = urllib.request.Request(url, data=data, headers={"Referer": url})
+    with opener.open(request, timeout=30) as response:
+        assert response.geturl().endswith("/admin/"), "the admin login failed"
+    return opener
