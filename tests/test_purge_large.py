@@ -1,0 +1,134 @@
+"""Acceptance: purge 500,000 finished rows in chunks of at most 5,000 while claims go on.
+
+InnoDB itself says how many rows each purge transaction changed: after every DELETE, the
+test reads ``information_schema.INNODB_TRX.trx_rows_modified`` for the purge's own open
+transaction. Meanwhile another connection claims and completes jobs and times each claim.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection, connections
+
+from django_skipqueue import transitions
+from django_skipqueue.models import Job
+from django_skipqueue.purge import purge
+from tests.bulkfill import insert_jobs
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.mysql, pytest.mark.slow]
+DAY = 86_400
+
+
+class TransactionMeter:
+    """Record the rows each DELETE removed, and what InnoDB says each commit changed."""
+
+    def __init__(self, commit) -> None:
+        self.original_commit = commit
+        self.deleted_by_statement: list[int] = []
+        self.modified_by_transaction: list[int] = []
+
+    def execute(self, execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if sql.lstrip().upper().startswith("DELETE"):
+            self.deleted_by_statement.append(context["cursor"].rowcount)
+        return result
+
+    def commit(self) -> None:
+        """Read trx_rows_modified of the transaction about to commit, then commit it."""
+        with connection.connection.cursor() as raw:  # the driver's cursor: no wrappers
+            raw.execute(
+                "SELECT trx_rows_modified FROM information_schema.INNODB_TRX "
+                "WHERE trx_mysql_thread_id = CONNECTION_ID()"
+            )
+            row = raw.fetchone()
+        self.modified_by_transaction.append(int(row[0]) if row else 0)
+        self.original_commit()
+
+
+def fill() -> None:
+    """500,000 old finished rows in ten slices, with active jobs in the key range between."""
+    for _ in range(10):
+        insert_jobs(50_000, status="succeeded", finished_seconds_ago=8 * DAY)
+        insert_jobs(300, status="ready", queue_name="emails")
+        insert_jobs(100, status="ready")
+        insert_jobs(50, status="claimed")
+        insert_jobs(50, status="scheduled", run_after_seconds=3600)
+    insert_jobs(100, status="succeeded", finished_seconds_ago=3600)  # recent: kept
+
+
+def snapshot(ids=None) -> dict[int, tuple]:
+    rows = Job.objects.exclude(status__in=["succeeded", "failed", "cancelled"])
+    if ids is not None:
+        rows = Job.objects.filter(pk__in=ids)
+    return {r[0]: r[1:] for r in rows.values_list("pk", "status", "owner", "attempts")}
+
+
+def test_purge_of_500k_rows_keeps_every_transaction_under_5000_rows_and_claims_working(
+    close_thread_connections, monkeypatch
+):
+    fill()
+    active = snapshot()
+    assert len(active) == 5000
+    done, latencies, claimed_ids = threading.Event(), [], []
+    errors: list[BaseException] = []
+
+    def claim_and_complete() -> None:
+        try:
+            while not done.is_set():
+                began = time.perf_counter()
+                jobs = Job.objects.claim(["emails"], limit=10, owner="claimer", lease=60)
+                latencies.append(time.perf_counter() - began)
+                for job in jobs:
+                    claimed_ids.append(job.pk)
+                    assert transitions.succeed(job, None)
+                time.sleep(0.02)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    connection.ensure_connection()
+    meter = TransactionMeter(connection._commit)
+    monkeypatch.setattr(connection, "_commit", meter.commit)
+    claimer = threading.Thread(target=claim_and_complete)
+    claimer.start()
+    try:
+        with connection.execute_wrapper(meter.execute):
+            summary = purge(older_than=timedelta(days=7), chunk=5000, sleep=0)
+    finally:
+        done.set()
+        claimer.join()
+
+    assert errors == []
+    assert summary.deleted == 500_000
+    assert sum(meter.deleted_by_statement) == 500_000
+    assert len(meter.modified_by_transaction) == summary.chunks, "one transaction per chunk"
+    assert sum(meter.modified_by_transaction) == 500_000
+    assert max(meter.modified_by_transaction) <= 5000, "InnoDB committed a bigger transaction"
+    assert max(meter.deleted_by_statement) <= 5000
+    # Untouched: every active job is still there, as it was, unless the claimer took it.
+    after = snapshot(active)
+    claimed = set(claimed_ids)
+    assert set(after) == set(active)
+    assert {pk: row for pk, row in after.items() if pk not in claimed} == {
+        pk: row for pk, row in active.items() if pk not in claimed
+    }
+    assert Job.objects.filter(status="succeeded", owner="old-worker").count() == 100
+    # Claims kept working during the whole purge.
+    assert len(claimed) >= 100 and len(latencies) >= 20
+    p50, p95 = statistics.median(latencies), statistics.quantiles(latencies, n=20)[18]
+    assert p95 < 1.0 and max(latencies) < 5.0, (p50, p95, max(latencies))
+    chunks = sorted(meter.deleted_by_statement)
+    print(
+        f"\npurge: {summary.deleted:,} rows in {summary.seconds:.1f}s "
+        f"({summary.rate:,.0f} rows/s), {summary.chunks} chunks, sizes "
+        f"min {chunks[0]} median {chunks[len(chunks) // 2]} max {chunks[-1]}, "
+        f"longest transaction {summary.longest_transaction * 1000:.0f} ms; "
+        f"claims during purge: {len(latencies)} queries, {len(claimed)} jobs, "
+        f"p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms"
+    )
