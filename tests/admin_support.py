@@ -9,7 +9,8 @@ from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 from django.utils import timezone
 
-from django_skipqueue.models import Job, JobStatus
+from django_skipqueue.dbtime import read_db_now
+from django_skipqueue.models import Job, JobStatus, QueueMinute, WorkerProcess
 
 CHANGELIST = "admin:django_skipqueue_job_changelist"
 TRACEBACK = 'Traceback (most recent call last):\n  File "tasks.py", line 3\nValueError: boom\n'
@@ -56,6 +57,10 @@ def changelist_url(query: str = "") -> str:
     return reverse(CHANGELIST) + (f"?{query}" if query else "")
 
 
+def dashboard_url(query: str = "refresh=0") -> str:
+    return reverse("admin:django_skipqueue_job_dashboard") + (f"?{query}" if query else "")
+
+
 def job_url(job: Job) -> str:
     return reverse("admin:django_skipqueue_job_change", args=[job.pk])
 
@@ -68,3 +73,33 @@ def run_action(client: Any, action: str, jobs: list[Job], query: str = "", **ext
 
 def messages_of(response: Any) -> list[str]:
     return [str(message) for message in response.context["messages"]]
+
+
+def add_worker(owner: str, queues: list[str], heartbeat_ago: float = 0, **extra: Any) -> None:
+    """Insert a running worker process whose last heartbeat is ``heartbeat_ago`` seconds old."""
+    now = read_db_now("default")
+    values: dict[str, Any] = {"role": "worker", "hostname": "host-1", "pid": 4242, **extra}
+    WorkerProcess.objects.create(
+        owner=owner,
+        queues=queues,
+        started_at=now - timedelta(hours=1),
+        last_heartbeat_at=now - timedelta(seconds=heartbeat_ago),
+        **values,
+    )
+
+
+def add_minutes(queue_name: str, per_minute: list[tuple[int, int]], owner: str = "w-1") -> None:
+    """Insert (succeeded, failed) counters for the last minutes, the newest last."""
+    current = read_db_now("default").replace(second=0, microsecond=0)
+    for ago, (succeeded, failed) in enumerate(reversed(per_minute)):
+        QueueMinute.objects.create(
+            minute=current - timedelta(minutes=ago),
+            queue_name=queue_name,
+            owner=owner,
+            succeeded=succeeded,
+            failed=failed,
+            claimed=succeeded + failed,
+            reclaimed=1 if ago == 0 else 0,
+            claim_queries=10,
+            claim_latency_histogram=[0, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        )

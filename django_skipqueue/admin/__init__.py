@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from ..models import Job, WorkerProcess
+from ..models import Job
 from .jobs import JobAdmin
-from .workers import WorkerProcessAdmin
 
+# Worker processes are listed on the dashboard, which marks them live or stale.
 admin.site.register(Job, JobAdmin)
-admin.site.register(WorkerProcess, WorkerProcessAdmin)
 
-__all__ = ["JobAdmin", "WorkerProcessAdmin"]
+__all__ = ["JobAdmin"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils.html import format_html, format_html_join
@@ -70,10 +70,10 @@ def timeline(job: Job, now: datetime) -> SafeString:
         if moment is None:
             continue
         after = _duration(moment - previous) if previous else ""
-        rows.append((label, moment.isoformat(sep=" ", timespec="milliseconds"), after))
+        rows.append((label, moment_ms(moment), after))
         previous = max(previous, moment) if previous else moment
     if job.finished_at is None and previous is not None:
-        rows.append(("Now (database clock)", now.isoformat(sep=" ", timespec="seconds"), ""))
+        rows.append(("Now (database clock)", moment_ms(now), ""))
     return _table(("Event", "When (UTC)", "After previous"), rows)
 
 
@@ -88,6 +88,16 @@ def lease(job: Job, now: datetime) -> SafeString:
         ("Earlier attempts ran on", ", ".join(map(str, job.worker_ids)) or EMPTY),
     ]
     return _table(None, rows)
+
+
+def moment(value: datetime | None) -> str:
+    """Render a time in UTC to the second, the way logs show it."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else EMPTY
+
+
+def moment_ms(value: datetime) -> str:
+    """Render a time in UTC to the millisecond (for the timeline)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def attempts(job: Job) -> str:
@@ -108,7 +118,7 @@ def _lease_text(job: Job, now: datetime) -> str:
     if job.lease_until is None:
         return EMPTY
     left = job.lease_until - now
-    when = job.lease_until.isoformat(sep=" ", timespec="seconds")
+    when = moment(job.lease_until)
     if left >= timedelta(0):
         return f"{when} (expires in {_duration(left)})"
     return f"{when} (expired {_duration(-left)} ago)"

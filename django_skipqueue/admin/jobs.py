@@ -19,6 +19,7 @@ from django.utils.safestring import SafeString
 from ..dbtime import read_db_now
 from ..models import Job
 from . import actions, detail
+from .dashboard import dashboard_urls
 from .listing import (
     CappedPaginator,
     EnqueuedFilter,
@@ -48,8 +49,8 @@ class JobAdmin(admin.ModelAdmin):
         "status_label",
         "priority",
         "attempts_label",
-        "enqueued_at",
-        "finished_at",
+        "enqueued",
+        "finished",
     )
     list_display_links = ("id", "task_path")
     list_filter = (
@@ -119,7 +120,7 @@ class JobAdmin(admin.ModelAdmin):
         return found
 
     def get_urls(self) -> list[URLPattern]:
-        return super().get_urls()
+        return [*dashboard_urls(self), *super().get_urls()]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -148,6 +149,14 @@ class JobAdmin(admin.ModelAdmin):
     @admin.display(description="attempts")
     def attempts_label(self, job: Job) -> str:
         return detail.attempts(job)
+
+    @admin.display(description="enqueued (UTC)")
+    def enqueued(self, job: Job) -> str:
+        return detail.moment(job.enqueued_at)
+
+    @admin.display(description="finished (UTC)")
+    def finished(self, job: Job) -> str:
+        return detail.moment(job.finished_at)
 
     @admin.display(description="job")
     def summary(self, job: Job) -> SafeString:
