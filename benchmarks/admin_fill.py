@@ -36,7 +36,8 @@ def fill_jobs(rows: int, span_seconds: int = 7 * 86_400) -> None:
     step = span_seconds / rows
     queues = ", ".join(f"'{q}'" for q in QUEUES)
     tasks = ", ".join(f"'{t}'" for t in TASKS)
-    enqueued = f"(UTC_TIMESTAMP(6) - INTERVAL ROUND(({rows} - CAST(seq AS SIGNED)) * {step} * 1000000) MICROSECOND)"
+    age_us = f"ROUND(({rows} - CAST(seq AS SIGNED)) * {step} * 1000000)"
+    enqueued = f"(UTC_TIMESTAMP(6) - INTERVAL {age_us} MICROSECOND)"
     sql = f"""
     INSERT INTO skipqueue_job (queue_name, priority, status, run_after, task_path, args, kwargs,
         owner, lease_until, attempts, max_attempts, lease_seconds, cancel_requested,

@@ -188,10 +188,9 @@ def context() -> dict[str, Any]:
         names = ", ".join(f"'{name}'" for name in SERVER_VARIABLES)
         cursor.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
         server = dict(cursor.fetchall())
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if "model name" in line),
-        platform.processor(),
-    )
+    lines = Path("/proc/cpuinfo").read_text().splitlines()
+    models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    cpu = models[0] if models else platform.processor()
     return {
         "machine": {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()},
         "load_average": [round(x, 2) for x in os.getloadavg()],
