@@ -9,14 +9,20 @@ from __future__ import annotations
 import logging
 import queue
 import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.db import transaction
 
 from . import heartbeat, outcomes
+from .dbretry import retry_whole_transaction
 from .executor import Outcome, Running
 from .lifecycle import log_outcome, send_finished
 from .metrics import Metrics
 from .models import Job
 
 logger = logging.getLogger("django_skipqueue.worker")
+T = TypeVar("T")
 
 
 class Holdings:
@@ -56,13 +62,35 @@ class Holdings:
             if not running.abandoned:
                 self.unrecorded.append(outcome)
 
-    def record(self) -> None:
-        """Write the unrecorded outcomes in one batch; kept for next time if it fails."""
-        if not self.unrecorded:
-            return
+    def record(self, along: Callable[[], T] | None = None) -> T | None:
+        """Write the unrecorded outcomes in one transaction, with ``along`` (a claim) in it.
+
+        One commit then serves the finished jobs and the next claim: on a server where a
+        commit waits for the disk, that halves the commits a busy worker makes. If the
+        transaction fails, the outcomes stay unrecorded for the next turn.
+        """
         batch = self.unrecorded
-        outcomes.record(batch, self.using)
-        self.unrecorded = []
+        if not any(not outcome.recorded for outcome in batch):
+            answer = along() if along is not None else None
+            self._settled(batch)
+            return answer
+
+        def together() -> tuple[list[bool], T | None]:
+            with transaction.atomic(using=self.using):
+                return outcomes.write(batch), along() if along is not None else None
+
+        written, answer = retry_whole_transaction(self.using, together)
+        outcomes.settle(batch, written)
+        self._settled(batch)
+        return answer
+
+    @property
+    def finishing(self) -> int:
+        """Held jobs whose outcome waits to be recorded: their slots free up at the next write."""
+        return sum(1 for outcome in self.unrecorded if outcome.job.pk in self.held)
+
+    def _settled(self, batch: list[Outcome]) -> None:
+        self.unrecorded = self.unrecorded[len(batch) :]
         for outcome in batch:
             self.held.pop(outcome.job.pk, None)
             self._account(outcome)

@@ -22,6 +22,7 @@ from .executor import Outcome
 from .models import Job, JobStatus
 from .results import build_result, task_for_job
 from .retries import message_record
+from .shorttxn import short_transaction
 from .tasks import resolve_task
 
 logger = logging.getLogger(__name__)
@@ -36,16 +37,30 @@ FINAL_STATUS = {
 
 def record(outcomes: Sequence[Outcome], using: str) -> None:
     """Write every unrecorded outcome in one transaction; mark those the fence rejected."""
+    if any(not outcome.recorded for outcome in outcomes):
+
+        def batch() -> list[bool]:
+            with short_transaction(using):
+                return write(outcomes)
+
+        settle(outcomes, retry_whole_transaction(using, batch))
+
+
+def write(outcomes: Sequence[Outcome]) -> list[bool]:
+    """Apply the unrecorded outcomes' fenced transitions in the caller's transaction.
+
+    Returns, for each of them, whether the fence let it through; pass that to :func:`settle`
+    once the transaction has committed.
+    """
     todo = [outcome for outcome in outcomes if not outcome.recorded]
-    if not todo:
-        return
+    return _transitions(todo) if todo else []
 
-    def batch() -> list[bool]:
-        with transaction.atomic(using=using):
-            return _transitions(todo)
 
-    for outcome, written in zip(todo, retry_whole_transaction(using, batch), strict=True):
-        outcome.recorded, outcome.lost = True, not written
+def settle(outcomes: Sequence[Outcome], written: Sequence[bool]) -> None:
+    """Mark outcomes recorded after their transaction committed (``written`` from write())."""
+    todo = [outcome for outcome in outcomes if not outcome.recorded]
+    for outcome, ok in zip(todo, written, strict=True):
+        outcome.recorded, outcome.lost = True, not ok
 
 
 def _transitions(todo: Sequence[Outcome]) -> list[bool]:

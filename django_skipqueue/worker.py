@@ -120,14 +120,16 @@ class Worker:
         try:
             close_old_connections()
             self.jobs.collect()
-            self.jobs.record()
             if self.reconcile:
                 self.jobs.release_strays()
                 self.reconcile = False
             self._check_health()
             if time.monotonic() >= self.next_beat_at:
                 self._beat()
-            self._claim_if_due()
+            if self._claim_due():
+                self._record_and_claim()
+            else:
+                self.jobs.record()
             self.db_backoff.reset()
         except Error as error:
             self._database_trouble(error)
@@ -153,17 +155,26 @@ class Worker:
 
     # Claims.
 
-    def _free_slots(self) -> int:
-        free = self.options.threads - len(self.jobs)
+    def _free_slots(self, finishing: int = 0) -> int:
+        """Slots free now (plus ``finishing``: those whose outcomes are being recorded)."""
+        free = self.options.threads - len(self.jobs) + finishing
         if self.options.max_jobs is not None:
             free = min(free, self.options.max_jobs - self.started_jobs)
         return free
 
-    def _claim_if_due(self) -> None:
-        wanted = self._free_slots()
-        if self.stop is not None or wanted <= 0 or time.monotonic() < self.idle.next_claim_at:
-            return
-        claimed = self._claim(wanted)
+    def _claim_due(self) -> bool:
+        free = self._free_slots(self.jobs.finishing)
+        return self.stop is None and free > 0 and time.monotonic() >= self.idle.next_claim_at
+
+    def _record_and_claim(self) -> None:
+        """Record what finished and claim from the first queue in one transaction (one
+        commit for both), then from the other queues in order, up to the free slots."""
+        wanted = self._free_slots(self.jobs.finishing)
+        first, *others = self.options.queues
+        claimed = self.jobs.record(lambda: self._claim_from(first, wanted)) or []
+        for queue_name in others:
+            if len(claimed) < wanted:
+                claimed += self._claim_from(queue_name, wanted - len(claimed))
         self.idle.claimed(len(claimed), wanted)
         for job in claimed:
             self._start_job(job)
@@ -173,21 +184,14 @@ class Worker:
         if drained and not self._due_soon():
             self._request_stop("graceful", "drained")
 
-    def _claim(self, wanted: int) -> list[Job]:
-        """Claim up to ``wanted`` jobs, queue by queue in order, timing each claim query."""
-        claimed: list[Job] = []
-        manager = Job.objects.db_manager(self.using)
-        for queue_name in self.options.queues:
-            limit = wanted - len(claimed)
-            if limit <= 0:
-                break
-            began = time.perf_counter()
-            got = manager.claim(
-                [queue_name], limit=limit, owner=self.owner, lease=self.options.lease
-            )
-            self.metrics.claim_query(queue_name, (time.perf_counter() - began) * 1000, len(got))
-            claimed += got
-        return claimed
+    def _claim_from(self, queue_name: str, limit: int) -> list[Job]:
+        """Claim up to ``limit`` jobs of one queue, timing the claim query."""
+        began = time.perf_counter()
+        got = Job.objects.db_manager(self.using).claim(
+            [queue_name], limit=limit, owner=self.owner, lease=self.options.lease
+        )
+        self.metrics.claim_query(queue_name, (time.perf_counter() - began) * 1000, len(got))
+        return got
 
     def _due_soon(self) -> bool:
         """Tell a burst worker to wait for scheduled jobs due within BURST_HORIZON seconds.

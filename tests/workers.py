@@ -37,7 +37,8 @@ class Runworkers:
         self.process.send_signal(signum)
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text()
 
     def stop(self) -> None:
