@@ -61,6 +61,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
     # A file, not memory, so that worker processes started by tests see the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test_db.sqlite3")}
+if env.str("REPLICA_DATABASE_URL", default=""):
+    # A replica of the default database, watched by skipqueue_purge --replica replica.
+    DATABASES["replica"] = env.db("REPLICA_DATABASE_URL")
 
 TASKS = {
     "default": {
