@@ -113,7 +113,7 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
 
     def _lock(self, limit: int) -> statements.Statement:
         # Django compiles FOR UPDATE only inside a transaction.
-        with transaction.atomic(using=self.db):
+        with short_transaction(self.db):
             return statements.compile_select(self.claimable(slot_str(0))[:limit], 1)
 
     def _mark(self, count: int, lease: float | None) -> statements.Statement:

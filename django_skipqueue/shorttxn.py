@@ -3,8 +3,9 @@
 On MySQL, ``transaction.atomic()`` turns autocommit off before the transaction and on again
 after it: two more statements for the server and two more round trips per claim, more than
 the claim's own locking read costs. Outside any atomic block, START TRANSACTION ... COMMIT
-is the same transaction without them. Inside it, run statements through the cursor only
-(``statements.py``): the ORM still believes the connection is in autocommit.
+is the same transaction without them. Django is told that the connection is in a transaction
+it does not manage, so ``atomic()`` inside the block is a savepoint, as it would be inside
+``atomic()``, and nothing commits before the block ends.
 """
 
 from __future__ import annotations
@@ -37,11 +38,16 @@ def short_transaction(using: str) -> Iterator[None]:
         return
     with connection.cursor() as cursor:
         cursor.execute("START TRANSACTION")
+        # Django now sees a transaction it does not manage: atomic() inside the block makes a
+        # savepoint and never commits, and FOR UPDATE compiles. Only the flag changes here.
+        connection.autocommit = False
         try:
             yield
         except BaseException:
+            connection.autocommit = True
             _rollback(cursor)
             raise
+        connection.autocommit = True
         cursor.execute("COMMIT")
 
 

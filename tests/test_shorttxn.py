@@ -52,3 +52,25 @@ def test_on_mysql_it_sends_no_autocommit_switches(backend):
     sql = [query["sql"].upper() for query in queries]
     assert sql[0] == "START TRANSACTION" and sql[-1] == "COMMIT", sql
     assert connection.get_autocommit()
+
+
+def test_atomic_inside_the_block_is_a_savepoint_and_commits_nothing_early(backend):
+    first, second = (int(noop.enqueue().id) for _ in range(2))
+    with pytest.raises(RuntimeError), short_transaction("default"):
+        with transaction.atomic():
+            mark(first, "nested")
+        with pytest.raises(ValueError), transaction.atomic():
+            mark(second, "undone")
+            raise ValueError("inner only")
+        assert Job.objects.get(pk=second).owner is None
+        raise RuntimeError("roll back everything")
+    assert list(Job.objects.values_list("owner", flat=True)) == [None, None]
+    assert connection.get_autocommit()
+
+
+def test_a_claim_inside_the_block_commits_with_it(backend):
+    pk = int(noop.enqueue().id)
+    with pytest.raises(RuntimeError), short_transaction("default"):
+        assert [job.pk for job in Job.objects.claim(["default"], limit=1, owner="w")] == [pk]
+        raise RuntimeError("roll back the claim")
+    assert Job.objects.get(pk=pk).status == "ready"
