@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from django.db import models, transaction
+from django.db import models
 from django.db.models import Case, F, Value, When
 
 from . import statements
