@@ -137,3 +137,12 @@ def test_readme_demo_command_runs(tmp_path: Path):
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", done.stdout, re.MULTILINE))
     assert counts["succeeded"] == "60", output[-4000:]
     assert re.search(r"ledger: (\d+) executions of \1 record jobs \(0 repeated\)", output)
+
+
+def test_readme_is_short_and_its_links_resolve():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 100, "README.md should fit on a screen or two"
+    targets = re.findall(r"\]\(((?!https?://)[^)#]+)\)", text)
+    assert targets
+    missing = [target for target in targets if not (ROOT / target).exists()]
+    assert not missing

@@ -6,6 +6,7 @@ something the reference documents that the code does not have (a renamed or remo
 
 from __future__ import annotations
 
+import argparse
 import ast
 import dataclasses
 import inspect
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from django.apps import apps
+from django.core.management import get_commands, load_command_class
+from django.core.management.base import BaseCommand
 from django.tasks import Task
 
 from django_skipqueue import conf, exceptions
@@ -110,3 +113,46 @@ def test_settings_named_anywhere_in_the_reference_exist(page: Path):
     names = set(re.findall(r"SKIPQUEUE_([A-Z][A-Z_]*[A-Z])", page.read_text()))
     unknown = names - set(_setting_defaults())
     assert not unknown, f"{page.name} names settings that do not exist: {unknown}"
+
+
+def _app_commands() -> dict[str, BaseCommand]:
+    return {
+        name: load_command_class(app, name)
+        for name, app in get_commands().items()
+        if app == "django_skipqueue"
+    }
+
+
+def _own_actions(command: BaseCommand, name: str) -> list[argparse.Action]:
+    """The command's own options and arguments, without Django's standard ones."""
+    standard = {a.dest for a in BaseCommand().create_parser("manage.py", "x")._actions}
+    parser = command.create_parser("manage.py", name)
+    return [action for action in parser._actions if action.dest not in standard]
+
+
+def _option_rows(name: str) -> dict[str, str]:
+    """Option (or argument) -> its Default cell, from the command's table in commands.md."""
+    page = docpages.DOCS / "reference" / "commands.md"
+    section = next((s for s in docpages.sections(page) if s.title == f"`{name}`"), None)
+    assert section is not None, f"docs/reference/commands.md has no section `{name}`"
+    rows = re.findall(r"^\| `([-\w]+)` \| (.*?) \|", section.text, re.MULTILINE)
+    return {option: default for option, default in rows if option != "Option"}
+
+
+def test_every_command_is_documented():
+    page = docpages.DOCS / "reference" / "commands.md"
+    documented = {s.title.strip("`") for s in docpages.sections(page) if s.level == 2}
+    assert documented == set(_app_commands())
+
+
+@pytest.mark.parametrize("name", sorted(_app_commands()))
+def test_every_command_option_is_documented_with_its_default(name: str):
+    """Options match the real parser both ways, and literal defaults are the parser's."""
+    rows = _option_rows(name)
+    actions = _own_actions(_app_commands()[name], name)
+    names = {(a.option_strings or [a.metavar or a.dest])[-1] for a in actions}
+    assert set(rows) == names
+    for action in actions:
+        cell = rows[(action.option_strings or [action.metavar or action.dest])[-1]]
+        if action.default not in (None, False, "") and not isinstance(action.default, list):
+            assert f"`{action.default}`" in cell, f"{name} {action.option_strings}: {cell}"
