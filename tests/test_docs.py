@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -146,3 +147,19 @@ def test_readme_is_short_and_its_links_resolve():
     assert targets
     missing = [target for target in targets if not (ROOT / target).exists()]
     assert not missing
+
+
+def test_docs_build_without_warnings_or_remote_assets(tmp_path: Path):
+    """The HTML build is warning-free and loads nothing from the network (diagrams included)."""
+    build = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", "docs", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stderr[-4000:]
+    remote = re.compile(r"<(?:script|img|link)\b[^>]*(?:src|href)=\"(?:https?:)?//", re.I)
+    for page in tmp_path.rglob("*.html"):
+        assert not remote.search(page.read_text()), page.relative_to(tmp_path)
+    assert (tmp_path / "_images" / "job-states.svg").exists()

@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand
 from django.tasks import Task
 
 from django_skipqueue import conf, exceptions
+from django_skipqueue.models import JobStatus
 from django_skipqueue.tasks import SkipQueueTask
 from tests import docpages
 
@@ -156,3 +157,22 @@ def test_every_command_option_is_documented_with_its_default(name: str):
         cell = rows[(action.option_strings or [action.metavar or action.dest])[-1]]
         if action.default not in (None, False, "") and not isinstance(action.default, list):
             assert f"`{action.default}`" in cell, f"{name} {action.option_strings}: {cell}"
+
+
+def test_state_diagram_draws_every_status_and_numbered_transition():
+    """The hand-drawn SVG parses, and it and the table agree with JobStatus and each other."""
+    from xml.etree import ElementTree
+
+    svg = ElementTree.parse(docpages.DOCS / "discussions" / "job-states.svg")
+    texts = [
+        (element.text or "").strip() for element in svg.iter("{http://www.w3.org/2000/svg}text")
+    ]
+    states = {status.value for status in JobStatus}
+    assert states <= set(texts)
+    drawn = {int(match.group(1)) for text in texts if (match := re.match(r"^(\d+) ", text))}
+    page = docpages.read("discussions/job-states.md")
+    listed = {int(n) for n in re.findall(r"^\| (\d+) \|", page, re.MULTILINE)}
+    assert drawn == listed == set(range(1, max(listed) + 1))
+    assert "](job-states.svg)" in page
+    for status in states:
+        assert f"`{status}`" in page
