@@ -46,6 +46,8 @@ def pages(sample: dict[str, Any]) -> list[tuple[str, str]]:
         ("search: id", f"{jobs}?q={sample['id']}"),
         ("search: idempotency key", f"{jobs}?q={sample['key']}"),
         ("search: task path prefix", f"{jobs}?q=task:search.tasks"),
+        # The known slow path: no index on task_path, and nothing matches, so it reads all.
+        ("search: task path, no match", f"{jobs}?q=task:no.such.task"),
         ("job page (failed, with traceback)", f"{jobs}{sample['failed']}/change/"),
     ]
 

@@ -67,7 +67,7 @@ def test_the_queue_and_task_filters_offer_configured_queues_and_recent_tasks(adm
     assert [value for value, _ in filters["queue"].lookup_choices] == [
         "default", "high", "emails", "reports",
     ]  # fmt: skip
-    assert [value for value, _ in filters["task"].lookup_choices] == [
+    assert [value for value, _ in filters["task (newest 100,000 jobs)"].lookup_choices] == [
         "testproject.demo.tasks.add", "tests.tasks.noop",
     ]  # fmt: skip
 
@@ -100,6 +100,17 @@ def test_search_by_id_key_and_task_path(admin_client):
     assert listed(admin_client, "q=testproject.demo") == [other.pk]
     assert listed(admin_client, "q=task:testproject.demo.tasks") == [other.pk]
     assert listed(admin_client, "q=nothing-like-it") == []
+
+
+def test_task_matches_are_looked_for_among_the_newest_jobs_only(admin_client, monkeypatch):
+    monkeypatch.setattr(listing, "TASK_SCAN_WINDOW", 3)
+    old = make_job(task_path="shop.tasks.receipt")
+    recent = [make_job(task_path="shop.tasks.receipt") for _ in range(3)]
+    newest_first = [job.pk for job in reversed(recent)]
+    assert listed(admin_client, "task=shop.tasks.receipt") == newest_first
+    assert listed(admin_client, "q=task:shop.tasks") == newest_first
+    assert listed(admin_client, "q=shop.tasks.receipt") == newest_first
+    assert old.pk not in listed(admin_client, "q=shop.tasks")
 
 
 def test_search_by_key_reads_through_indexes(admin_client):

@@ -21,6 +21,7 @@ from ..models import Job
 from . import actions, detail
 from .dashboard import dashboard_urls
 from .listing import (
+    TASK_SCAN_WINDOW,
     CappedPaginator,
     EnqueuedFilter,
     QueueFilter,
@@ -70,7 +71,7 @@ class JobAdmin(admin.ModelAdmin):
     search_fields = ("=id",)
     search_help_text = (
         "A job id, or an idempotency key (exact; key:... to force). A dotted task path "
-        "(or task:...) matches task path prefixes, walking back from the newest job."
+        f"(or task:...) matches task path prefixes among the newest {TASK_SCAN_WINDOW:,} jobs."
     )
     actions = (
         actions.retry_failed,

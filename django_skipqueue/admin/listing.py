@@ -30,6 +30,9 @@ JobQuery = QuerySet[Job, Job]
 COUNT_CAP = 10_000
 #: The task filter offers the tasks of this many most recent jobs.
 RECENT_TASKS_WINDOW = 10_000
+#: Task paths have no index: task filters and searches look at this many most recent jobs
+#: (a bounded primary-key range), so one that matches nothing does not read the whole table.
+TASK_SCAN_WINDOW = 100_000
 #: How far an id's enqueue time may lag behind a newer id's (clock skew between web servers,
 #: time between building a job and inserting it). The date filter widens its id range by it.
 ENQUEUE_SKEW = timedelta(minutes=5)
@@ -82,9 +85,9 @@ class QueueFilter(admin.SimpleListFilter):
 
 
 class TaskFilter(admin.SimpleListFilter):
-    """The tasks of the most recent jobs: a bounded primary-key range, not a full DISTINCT."""
+    """The tasks of the most recent jobs, matched among the TASK_SCAN_WINDOW newest jobs."""
 
-    title = "task"
+    title = f"task (newest {TASK_SCAN_WINDOW:,} jobs)"
     parameter_name = "task"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
@@ -92,7 +95,8 @@ class TaskFilter(admin.SimpleListFilter):
         return [(path, path) for path in _with_current(paths, self.value())]
 
     def queryset(self, request: HttpRequest, queryset: JobQuery) -> JobQuery:
-        return queryset.filter(task_path=self.value()) if self.value() else queryset
+        value = self.value()
+        return newest_jobs(queryset).filter(task_path=value) if value else queryset
 
 
 class EnqueuedFilter(admin.SimpleListFilter):
@@ -164,12 +168,15 @@ def first_id_enqueued_since(queryset: JobQuery, moment: datetime) -> int | None:
 
 def recent_task_paths(queryset: JobQuery, window: int = RECENT_TASKS_WINDOW) -> list[str]:
     """Return the distinct task paths of the ``window`` most recent jobs."""
-    jobs = Job.objects.using(queryset.db)
-    newest = jobs.order_by("-pk").values_list("pk", flat=True).first()
-    if newest is None:
-        return []
-    recent = jobs.filter(pk__gt=newest - window).order_by("task_path")
+    recent = newest_jobs(Job.objects.using(queryset.db).all(), window).order_by("task_path")
     return list(recent.values_list("task_path", flat=True).distinct())
+
+
+def newest_jobs(queryset: JobQuery, window: int | None = None) -> JobQuery:
+    """Narrow ``queryset`` to ids within ``window`` of the newest: a primary-key range."""
+    window = window or TASK_SCAN_WINDOW
+    newest = Job.objects.using(queryset.db).order_by("-pk").values_list("pk", flat=True).first()
+    return queryset if newest is None else queryset.filter(pk__gt=newest - window)
 
 
 def search_jobs(queryset: JobQuery, term: str) -> JobQuery:
@@ -177,11 +184,12 @@ def search_jobs(queryset: JobQuery, term: str) -> JobQuery:
 
     Ids and keys are read through indexes (the primary key; the unique active key, and the
     claim index's status prefix for failed and cancelled jobs). A task path has no index: it
-    is matched while the list walks back from the newest job, so prefer the task filter.
+    is matched among the TASK_SCAN_WINDOW newest jobs only.
     """
     term = term.strip()
     if term.startswith("task:"):
-        return queryset.filter(task_path__startswith=term.removeprefix("task:").strip())
+        prefix = term.removeprefix("task:").strip()
+        return newest_jobs(queryset).filter(task_path__startswith=prefix)
     if term.startswith("key:"):
         return queryset.filter(pk__in=ids_with_key(queryset, term.removeprefix("key:").strip()))
     ids = ids_with_key(queryset, term)
@@ -189,7 +197,9 @@ def search_jobs(queryset: JobQuery, term: str) -> JobQuery:
     if number.isdigit() and len(number) < 19:
         ids.append(int(number))
     if DOTTED_PATH.match(term):
-        return queryset.filter(pk__in=ids) | queryset.filter(task_path__startswith=term)
+        return queryset.filter(pk__in=ids) | newest_jobs(queryset).filter(
+            task_path__startswith=term
+        )
     return queryset.filter(pk__in=ids)
 
 
