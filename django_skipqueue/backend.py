@@ -11,8 +11,10 @@ from django.tasks import DEFAULT_TASK_QUEUE_NAME, Task, TaskResult
 from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
+from django.utils import timezone
 
 from . import checks, wakeup
+from .conf import get_settings
 from .enqueue import build_job, insert_job, insert_jobs
 from .exceptions import InvalidQueueName, InvalidTaskOption
 from .models import Job, JobStatus
@@ -70,7 +72,8 @@ class SkipQueueBackend(BaseTaskBackend):
         calls = list(calls)
         for task, _, _ in calls:
             self.validate_task(task)
-        jobs = [build_job(task, args, kwargs) for task, args, kwargs in calls]
+        config, now = get_settings(), timezone.now()
+        jobs = [build_job(task, a, kw, config=config, now=now) for task, a, kw in calls]
         plain = insert_jobs([job for job in jobs if job.idempotency_key is None], self.database)
         results = self._results_in_order(calls, jobs, plain)
         for result in results:

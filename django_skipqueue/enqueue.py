@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, connections, transaction
 from django.tasks import Task
 from django.utils import timezone
 
-from .conf import get_settings
+from .bulkinsert import insert_rows
+from .conf import SkipQueueSettings, get_settings
 from .dbretry import retry_whole_transaction
 from .models import Job, JobStatus
 from .payload import check_size, normalize_arguments
@@ -18,12 +20,23 @@ from .payload import check_size, normalize_arguments
 BULK_BATCH_SIZE = 1000
 
 
-def build_job(task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Job:
-    """Return an unsaved Job for this call, or raise InvalidPayload."""
-    config = get_settings()
+def build_job(
+    task: Task,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    *,
+    config: SkipQueueSettings | None = None,
+    now: datetime | None = None,
+) -> Job:
+    """Return an unsaved Job for this call, or raise InvalidPayload.
+
+    A bulk enqueue passes one ``config`` and one ``now`` for all its jobs: reading the
+    settings cost more than the rest of this function, and one bulk is one instant.
+    """
+    config = config or get_settings()
     json_args, json_kwargs = normalize_arguments(args, kwargs)
     check_size(json_args, json_kwargs, config.MAX_PAYLOAD_BYTES)
-    now = timezone.now()
+    now = now or timezone.now()
     deferred = task.run_after is not None and task.run_after > now
     return Job(
         queue_name=task.queue_name,
@@ -76,24 +89,9 @@ def _insert_keyed(job: Job, using: str) -> tuple[Job, bool]:
 
 def insert_jobs(jobs: list[Job], using: str) -> list[Job]:
     """Insert many jobs with multi-row INSERTs, setting each job's primary key."""
-    if connections[using].features.can_return_rows_from_bulk_insert:
+    if connections[using].vendor != "mysql":
         return Job.objects.using(using).bulk_create(jobs, batch_size=BULK_BATCH_SIZE)
     with transaction.atomic(using=using):
         for start in range(0, len(jobs), BULK_BATCH_SIZE):
-            _insert_batch_reading_ids(jobs[start : start + BULK_BATCH_SIZE], using)
+            insert_rows(jobs[start : start + BULK_BATCH_SIZE], using)
     return jobs
-
-
-def _insert_batch_reading_ids(batch: list[Job], using: str) -> None:
-    """Insert one batch on MySQL, which has no INSERT ... RETURNING.
-
-    A multi-row INSERT ... VALUES is a "simple insert": InnoDB reserves its AUTO_INCREMENT
-    values in one go in every innodb_autoinc_lock_mode, so they are consecutive (stepped by
-    auto_increment_increment), starting at LAST_INSERT_ID().
-    """
-    Job.objects.using(using).bulk_create(batch)
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT LAST_INSERT_ID(), @@auto_increment_increment")
-        first_id, step = cursor.fetchone()
-    for offset, job in enumerate(batch):
-        job.pk = first_id + offset * step
