@@ -75,7 +75,8 @@ class Maintenance:
         reaping, so it keeps its place between turns and goes on at the next one.
         """
         if self._purge is None:
-            self._purge = Purge(PurgeOptions.from_settings(using=self.using))
+            options = PurgeOptions.from_settings(using=self.using)
+            self._purge = Purge(options, runner=self.runner)
         finished = self._purge.run(max_seconds=PURGE_SLICE_SECONDS)
         deleted = self._purge.summary.deleted
         if finished:

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Q
 
 from .counting import estimate_count
 from .dbretry import retry_whole_transaction
-from .dbtime import DatabaseNow, read_db_now
+from .dbtime import read_db_now
+from .history import archive, delete_rows
 from .managers import JobQuerySet
-from .models import Job, JobArchive
+from .models import Job, MaintenanceRun
 from .purge_report import ChunkReport, LogReporter, PurgeReporter, PurgeSummary
+from .reaper import runner_id
 from .replicas import lagging
 from .retention import PurgeOptions
 
@@ -41,8 +43,10 @@ class Purge:
         *,
         reporter: PurgeReporter | None = None,
         should_stop: Callable[[], bool] | None = None,
+        runner: str | None = None,
     ) -> None:
         self.options = options
+        self.runner = runner or runner_id("purge")
         self.reporter = reporter or LogReporter()
         self.should_stop = should_stop or (lambda: False)
         self.chunk = options.chunk
@@ -51,6 +55,7 @@ class Purge:
         self.summary = PurgeSummary(dry_run=options.dry_run)
         self._condition: Q | None = None
         self._paused_at: float | None = None
+        self._started_at: datetime | None = None
 
     def run(self, max_seconds: float | None = None) -> bool:
         """Purge until done (True), stopped or out of ``max_seconds`` (False).
@@ -69,6 +74,7 @@ class Purge:
                     continue
                 ids = self._next_ids()
                 if not ids:
+                    self._record()
                     return True
                 self._purge_chunk(ids)
             self.summary.interrupted = True
@@ -83,12 +89,20 @@ class Purge:
         return max(0, self.summary.estimated_total - self.summary.deleted)
 
     def _start(self) -> None:
-        now = read_db_now(self.options.using)
+        now = self._started_at = read_db_now(self.options.using)
         condition = Q(pk__in=[])
         for status, age in self.options.retention.items():
             condition |= Q(status=status, finished_at__lt=now - age)
         self._condition = condition
         self.summary.estimated_total = self._estimate()
+
+    def _record(self) -> None:
+        """Write the finished run where status shows it (a dry run changed nothing)."""
+        if not self.options.dry_run and self._started_at is not None:
+            summary = self.summary.as_dict()
+            MaintenanceRun.record(
+                self.options.using, "purge", self.runner, self._started_at, summary
+            )
 
     def _estimate(self) -> int | None:
         if not self.options.retention:
@@ -175,50 +189,6 @@ class Purge:
                 return False
             time.sleep(min(left, 0.1))
         return not self.should_stop()
-
-
-def delete_rows(using: str, ids: list[int]) -> int:
-    """Delete jobs ``ids`` (already locked by this transaction); return the count.
-
-    A DELETE waits for every row its access path scans, and when the keys are a large share
-    of a small table MySQL prefers a full scan, which would wait behind any row someone
-    holds. ``ORDER BY id LIMIT n`` makes MySQL and MariaDB walk the primary key instead
-    (FORCE INDEX is ignored by a DELETE), so it touches only the rows already locked here.
-    """
-    connection = transaction.get_connection(using)
-    if connection.vendor != "mysql":
-        return Job.objects.using(using).filter(pk__in=ids).delete()[0]
-    table = connection.ops.quote_name(Job._meta.db_table)
-    placeholders = ", ".join(["%s"] * len(ids))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {table} WHERE id IN ({placeholders}) ORDER BY id LIMIT %s",
-            [*ids, len(ids)],
-        )
-        return cursor.rowcount
-
-
-def archive(using: str, ids: list[int]) -> int:
-    """Copy jobs ``ids`` into the history table with one INSERT ... SELECT; return the count.
-
-    Called in the delete's transaction: a row is archived exactly when it is deleted. The
-    history keeps each job's own id as its primary key, so archiving one twice fails loudly.
-    """
-    columns = [f.column for f in JobArchive._meta.concrete_fields if f.name != "archived_at"]
-    source = (
-        Job.objects.using(using)
-        .filter(pk__in=ids)
-        .order_by("pk")
-        .values(*[f.name for f in JobArchive._meta.concrete_fields if f.name != "archived_at"])
-        .annotate(archived_now=DatabaseNow())
-    )
-    select_sql, params = source.query.get_compiler(using=using).as_sql()
-    connection = transaction.get_connection(using)
-    target = ", ".join(connection.ops.quote_name(c) for c in [*columns, "archived_at"])
-    table = connection.ops.quote_name(JobArchive._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {table} ({target}) {select_sql}", params)
-        return cursor.rowcount
 
 
 def purge(

@@ -69,6 +69,8 @@ class StatusReport:
     #: Seconds since the last reaper pass by anyone (None: it never ran).
     reaper_age: float | None = None
     reaper: dict[str, Any] = field(default_factory=dict)
+    #: The last finished purge (empty: none recorded).
+    purge: dict[str, Any] = field(default_factory=dict)
 
     def queue(self, name: str) -> QueueStatus:
         return next(q for q in self.queues if q.name == name)
@@ -81,6 +83,7 @@ class StatusReport:
             "workers": asdict(self.workers),
             "reaper_age": self.reaper_age,
             "reaper": self.reaper,
+            "purge": self.purge,
         }
 
 
@@ -104,7 +107,7 @@ def queue_status(
         report.queues.append(status)
     _add_minutes(using, report, now)
     _add_workers(using, report, now)
-    _add_reaper(using, report, now)
+    _add_runs(using, report, now)
     return report
 
 
@@ -193,14 +196,20 @@ def _add_workers(using: str, report: StatusReport, now: datetime) -> None:
                 queue.stale_workers += not live
 
 
-def _add_reaper(using: str, report: StatusReport, now: datetime) -> None:
-    run = MaintenanceRun.objects.using(using).filter(task="reap").first()
-    if run is None or run.last_finished_at is None:
-        return
-    report.reaper_age = max(0.0, (now - run.last_finished_at).total_seconds())
-    report.reaper = {
-        "runner": run.runner,
-        "runs": run.runs,
-        "last_finished_at": run.last_finished_at.isoformat(),
-        "last_result": run.last_result,
-    }
+def _add_runs(using: str, report: StatusReport, now: datetime) -> None:
+    """The last reaper pass (health needs its age) and the last finished purge."""
+    for run in MaintenanceRun.objects.using(using).filter(task__in=["reap", "purge"]):
+        if run.last_finished_at is None:
+            continue
+        age = max(0.0, (now - run.last_finished_at).total_seconds())
+        details = {
+            "runner": run.runner,
+            "runs": run.runs,
+            "age_seconds": round(age, 3),
+            "last_finished_at": run.last_finished_at.isoformat(),
+            "last_result": run.last_result,
+        }
+        if run.task == "reap":
+            report.reaper_age, report.reaper = age, details
+        else:
+            report.purge = details

@@ -59,8 +59,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"transaction_mode": "IMMEDIATE", "timeout": 30, "init_command": "PRAGMA journal_mode=WAL"}
     )
-    # A file, not memory, so that worker processes started by tests see the test database.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test_db.sqlite3")}
+    # A file, not memory, so that worker processes started by tests see the test database;
+    # named after the database file, so that test runs on different files do not collide.
+    _test_name = f"test_{Path(DATABASES['default']['NAME']).stem}.sqlite3"
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / _test_name)}
 if env.str("REPLICA_DATABASE_URL", default=""):
     # A replica of the default database, watched by skipqueue_purge --replica replica.
     DATABASES["replica"] = env.db("REPLICA_DATABASE_URL")

@@ -67,9 +67,17 @@ def render(report: StatusReport) -> str:
         if report.reaper_age is None
         else (f"last pass {format_seconds(report.reaper_age)} ago")
     )
+    purge = (
+        "never ran"
+        if not report.purge
+        else (
+            f"last finished {format_seconds(report.purge['age_seconds'])} ago, "
+            f"{report.purge['last_result'].get('deleted', 0):,} rows"
+        )
+    )
     lines += [
         "",
-        f"workers: {workers.live} live, {workers.stale} stale; reaper: {reaper}",
+        f"workers: {workers.live} live, {workers.stale} stale; reaper: {reaper}; purge: {purge}",
         f"throughput and claim latency over the last {report.window_minutes} minute(s); "
         "~ marks an estimate (count past SKIPQUEUE_STATUS_COUNT_CAP)",
     ]
