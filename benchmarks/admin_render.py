@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_URL = "mysql://root@127.0.0.1:3306/sq_admin_bench"
 DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks" / "raw" / "admin_render.json"
-SERVER_VARIABLES = ("version", "innodb_buffer_pool_size", "transaction_isolation")
+SERVER_VARIABLES = ("version", "innodb_buffer_pool_size", "transaction_isolation", "tx_isolation")
 
 
 def pages(sample: dict[str, Any]) -> list[tuple[str, str]]:
@@ -190,6 +190,12 @@ def context() -> dict[str, Any]:
         names = ", ".join(f"'{name}'" for name in SERVER_VARIABLES)
         cursor.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
         server = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT data_length, index_length FROM information_schema.tables "
+            "WHERE table_schema = DATABASE() AND table_name = 'skipqueue_job'"
+        )
+        data, index = cursor.fetchone()
+    server["jobs_table_mib"] = {"data": round(data / 2**20), "indexes": round(index / 2**20)}
     lines = Path("/proc/cpuinfo").read_text().splitlines()
     models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
     cpu = models[0] if models else platform.processor()
