@@ -30,6 +30,7 @@ BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
     location=BOTH,
 )
 def retry_failed(model_admin: Any, request: HttpRequest, queryset: JobQuery) -> None:
+    """Move the selected failed jobs back to ready, one more attempt each."""
     outcome = operations.retry_failed(
         queryset, _recorder(request, CHANGE, "Retried: failed -> ready.")
     )
@@ -40,7 +41,6 @@ def retry_failed(model_admin: Any, request: HttpRequest, queryset: JobQuery) -> 
             f"Job {pk} was not retried: another live job holds its idempotency key.",
             messages.ERROR,
         )
-    return None
 
 
 @admin.action(
@@ -50,6 +50,7 @@ def retry_failed(model_admin: Any, request: HttpRequest, queryset: JobQuery) -> 
     location=BOTH,
 )
 def cancel_waiting(model_admin: Any, request: HttpRequest, queryset: JobQuery) -> None:
+    """Cancel the selected jobs that have not started."""
     note = f"cancelled from the admin by {request.user} before it ran."
     record = _recorder(request, CHANGE, "Cancelled: waiting -> cancelled.")
     _report(
@@ -59,7 +60,6 @@ def cancel_waiting(model_admin: Any, request: HttpRequest, queryset: JobQuery) -
         "cancelled",
         "ready or scheduled",
     )
-    return None
 
 
 @admin.action(
@@ -69,18 +69,19 @@ def cancel_waiting(model_admin: Any, request: HttpRequest, queryset: JobQuery) -
     location=BOTH,
 )
 def request_cancellation(model_admin: Any, request: HttpRequest, queryset: JobQuery) -> None:
+    """Ask the workers of the selected running jobs to stop them."""
     record = _recorder(request, CHANGE, "Cancellation requested (the worker stops the job).")
     outcome = operations.request_cancellation(queryset, record)
     _report(
         model_admin, request, outcome, "asked to stop", "running without a cancellation request"
     )
-    return None
 
 
 @admin.action(permissions=["delete"], description="Delete selected finished jobs")
 def delete_finished(
     model_admin: Any, request: HttpRequest, queryset: JobQuery
 ) -> HttpResponse | None:
+    """Delete the selected finished jobs, after a confirmation page."""
     if request.POST.get("post") != "yes":
         return _confirm_delete(model_admin, request, queryset)
     outcome = operations.delete_finished(queryset, _recorder(request, DELETION, ""))

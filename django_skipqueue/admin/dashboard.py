@@ -51,6 +51,7 @@ def dashboard_urls(model_admin: Any) -> list[URLPattern]:
 
 
 def dashboard_view(model_admin: Any, request: HttpRequest) -> TemplateResponse:
+    """Render the dashboard for users who may view jobs."""
     if not model_admin.has_view_or_change_permission(request):
         raise PermissionDenied
     board = gather()
@@ -78,7 +79,6 @@ def _queue_row(board: Dashboard, queue: Any) -> dict[str, Any]:
         "oldest_ready": format_seconds(queue.oldest_ready_age),
         "latency": _latency(queue.claim_p50_ms, queue.claim_p95_ms),
         "chart": charts.throughput_chart(board.throughput.get(queue.name, []), queue.name),
-        "per_minute": board.throughput.get(queue.name, []),
         "backend": ref.backend if ref else None,
         "pause": board.pauses.get(queue.name),
     }
