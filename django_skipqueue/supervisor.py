@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from types import FrameType
 from typing import NoReturn, Protocol, TypeVar
 
 from django.db import Error, connections
@@ -29,6 +28,7 @@ from .metrics import Metrics
 from .models.worker import WorkerRole
 from .options import RECYCLE_EXIT_CODE, WorkerOptions
 from .owner import new_token, owner_id
+from .stopping import IMMEDIATE, STOP_SIGNALS, Stopping
 from .summary import log_summary
 from .wakeup import Waker
 from .worker import Worker
@@ -89,17 +89,17 @@ class Supervisor:
         self.restarts: dict[int, float] = {}
         self.crashes: dict[int, int] = {}
         self.dead: list[tuple[str, str]] = []
-        self.signals: list[int] = []
-        self.stop: str | None = None
-        self.deadline = float("inf")
+        self.stopping = Stopping(self.waker.poke)
         self.spawned = self.killed = 0
         self.next_beat_at = 0.0
         self.began = time.monotonic()
 
     def run(self) -> int:
         """Supervise until every worker is gone; return the exit code for the command."""
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGCHLD):
-            signal.signal(signum, self._on_signal)
+        with self.stopping.signals_handled((*STOP_SIGNALS, signal.SIGCHLD)):
+            return self._supervise()
+
+    def _supervise(self) -> int:
         self._database(lambda: heartbeat.register(self.owner, WorkerRole.SUPERVISOR, self.options))
         logger.info(
             "runworkers starting version=%s supervisor=%s processes=%s %s",
@@ -124,7 +124,7 @@ class Supervisor:
             self._database(lambda: heartbeat.beat(self.owner, self.using, self.metrics))
             self.next_beat_at = time.monotonic() + get_settings().HEARTBEAT_SECONDS
         now = time.monotonic()
-        until = [now + wait, self.next_beat_at, self.deadline, *self.restarts.values()]
+        until = [now + wait, self.next_beat_at, self.stopping.deadline, *self.restarts.values()]
         self.waker.wait(min(until) - now, listen=False)
 
     # Children.
@@ -144,13 +144,14 @@ class Supervisor:
         code = 1
         try:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            del self.signals[:]  # the worker's handlers take over this (shared) list
+            signals = self.stopping.signals
+            del signals[:]  # the worker's handlers take over this list (shared: no gap)
             self.waker.close()
             os.setpgid(0, 0)
             worker = Worker(
                 self.options, owner=owner_id(token), supervisor=self.owner, parent_pid=os.getppid()
             )
-            worker.signals = self.signals
+            worker.stopping.signals = signals
             code = worker.run()
         except BaseException:
             logger.exception("worker process failed")
@@ -174,7 +175,7 @@ class Supervisor:
         reason = f"exit {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
         self.dead.append((child.owner, reason))
         lived = time.monotonic() - child.born
-        if self.stop is not None or (code == 0 and self.options.burst):
+        if self.stopping.requested or (code == 0 and self.options.burst):
             logger.info("worker exited worker=%s reason=%s", child.owner, reason)
             return
         crashes = 0 if code in (0, RECYCLE_EXIT_CODE) or lived > STABLE_SECONDS else (
@@ -201,42 +202,33 @@ class Supervisor:
     def _restart_due(self) -> None:
         now = time.monotonic()
         for slot, due in list(self.restarts.items()):
-            if due <= now and self.stop is None:
+            if due <= now and not self.stopping.requested:
                 del self.restarts[slot]
                 self._spawn(slot)
 
-    # Signals and stopping.
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.signals.append(signum)
-        self.waker.poke()
+    # Stopping.
 
     def _handle_signals(self) -> None:
-        while self.signals:
-            signum = self.signals.pop(0)
-            if signum == signal.SIGCHLD:
-                continue
-            if signum == signal.SIGQUIT or self.stop is not None:
-                self._stop("immediate", signal.SIGQUIT, IMMEDIATE_WAIT)
+        for mode, name in self.stopping.received():
+            if mode == IMMEDIATE:
+                self._stop(mode, name, signal.SIGQUIT, IMMEDIATE_WAIT)
             else:
-                self._stop("graceful", signal.SIGTERM, self.options.grace + GRACE_MARGIN)
-            logger.info(
-                "runworkers stopping mode=%s signal=%s", self.stop, signal.Signals(signum).name
-            )
+                self._stop(mode, name, signal.SIGTERM, self.options.grace + GRACE_MARGIN)
 
-    def _stop(self, mode: str, forward: int, wait: float) -> None:
-        self.stop, self.deadline = mode, time.monotonic() + wait
+    def _stop(self, mode: str, reason: str, forward: int, within: float) -> None:
+        self.stopping.request(mode, reason, within=within)
+        logger.info("runworkers stopping mode=%s signal=%s", mode, reason)
         self.restarts.clear()
         for pid in self.children:
             self._send(pid, forward)
 
     def _kill_after_deadline(self) -> None:
-        if self.children and time.monotonic() >= self.deadline:
+        if self.children and self.stopping.overdue:
             for pid, child in self.children.items():
                 logger.warning("worker did not stop in time, killing worker=%s", child.owner)
                 self._send(pid, signal.SIGKILL)
                 self.killed += 1
-            self.deadline = time.monotonic() + IMMEDIATE_WAIT
+            self.stopping.deadline = time.monotonic() + IMMEDIATE_WAIT
 
     @staticmethod
     def _send(pid: int, signum: int) -> None:

@@ -11,21 +11,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import time
-from types import FrameType
 
 from django.db import Error, close_old_connections
 
 from . import heartbeat
+from .claiming import Claimer
 from .conf import get_settings
-from .dbtime import DatabaseNowPlus
 from .exceptions import JobCancelled
 from .executor import Executor, Outcome, Running, timed_out
 from .holdings import Holdings
 from .lifecycle import (
     DatabaseBackoff,
-    IdleBackoff,
     clock_offset,
     connections_kept_open,
     resident_megabytes,
@@ -35,14 +32,12 @@ from .models import Job
 from .models.worker import WorkerRole
 from .options import RECYCLE_EXIT_CODE, WorkerOptions
 from .retries import message_record
+from .stopping import GRACEFUL, IMMEDIATE, Stopping
 from .tasks import resolve_task
 from .wakeup import Waker
 
 logger = logging.getLogger(__name__)
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
-#: A burst worker waits for retries and deferred jobs due within this many seconds.
-BURST_HORIZON = 10.0
 #: Shortest heartbeat interval: leases shorter than three times this are not supported.
 MIN_HEARTBEAT_SECONDS = 0.2
 
@@ -64,23 +59,26 @@ class Worker:
         self.metrics = Metrics()
         self.jobs = Holdings(owner, self.using, options.backend, self.metrics)
         self.executor = Executor(options.threads, options.backend, self.using, self._on_done)
-        self.idle = IdleBackoff(options.poll_max * max(len(options.queues), 1))
+        self.claimer = Claimer(options, owner, self.metrics)
         self.db_backoff = DatabaseBackoff()
-        self.stop: str | None = None
-        self.stop_reason = ""
-        self.deadline = float("inf")
-        self.exit_code = 0
+        self.stopping = Stopping(self.waker.poke)
         self.started_jobs = self.released = 0
         self.next_beat_at = 0.0
         self.reconcile = False
-        self.signals: list[int] = []
         self.born = time.monotonic()
+
+    @property
+    def exit_code(self) -> int:
+        return self.stopping.exit_code
+
+    @property
+    def stop_reason(self) -> str:
+        return self.stopping.reason
 
     def run(self) -> int:
         """Work until stopped (signal, burst drained, recycle); return the exit code."""
-        previous = {signum: signal.signal(signum, self._on_signal) for signum in STOP_SIGNALS}
         try:
-            with connections_kept_open():
+            with self.stopping.signals_handled(), connections_kept_open():
                 if self._start():
                     try:
                         while not self._done():
@@ -88,8 +86,6 @@ class Worker:
                     finally:
                         self._finish()
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
             self.waker.close()
         return self.exit_code
 
@@ -97,7 +93,7 @@ class Worker:
 
     def _start(self) -> bool:
         """Register in the workers table, retrying while the database is unreachable."""
-        while self.stop is None:
+        while not self.stopping.requested:
             try:
                 self.metrics.clock_offset = clock_offset(self.using)
                 self._register()
@@ -137,21 +133,20 @@ class Worker:
         self._sleep()
 
     def _done(self) -> bool:
-        if self.stop is None:
+        stopping = self.stopping
+        if not stopping.requested:
             return False
-        return self.stop == "immediate" or not self.jobs.busy or time.monotonic() >= self.deadline
+        return stopping.mode == IMMEDIATE or not self.jobs.busy or stopping.overdue
 
     def _sleep(self) -> None:
         if self.jobs.unrecorded or self._done():
             return
         now, free = time.monotonic(), self._free_slots()
-        until = [self.next_beat_at, self.deadline, *self.jobs.deadlines()]
-        listen = self.stop is None and free > 0
+        until = [self.next_beat_at, self.stopping.deadline, *self.jobs.deadlines()]
+        listen = not self.stopping.requested and free > 0
         if listen:
-            until.append(self.idle.next_claim_at)
-        woken_for = self.waker.wait(min(until) - now, listen=listen)
-        if woken_for & set(self.options.queues):
-            self.idle.wake()
+            until.append(self.claimer.next_claim_at)
+        self.claimer.wake(self.waker.wait(min(until) - now, listen=listen))
 
     # Claims.
 
@@ -164,49 +159,19 @@ class Worker:
 
     def _claim_due(self) -> bool:
         free = self._free_slots(self.jobs.finishing)
-        return self.stop is None and free > 0 and time.monotonic() >= self.idle.next_claim_at
+        return not self.stopping.requested and free > 0 and self.claimer.due()
 
     def _record_and_claim(self) -> None:
-        """Record what finished and claim from the first queue in one transaction (one
-        commit for both), then from the other queues in order, up to the free slots."""
+        """Record what finished and claim into the free slots, with one commit for both."""
         wanted = self._free_slots(self.jobs.finishing)
-        first, *others = self.options.queues
-        claimed = self.jobs.record(lambda: self._claim_from(first, wanted)) or []
-        for queue_name in others:
-            if len(claimed) < wanted:
-                claimed += self._claim_from(queue_name, wanted - len(claimed))
-        self.idle.claimed(len(claimed), wanted)
+        claimed = self.claimer.claim(wanted, self.jobs.record)
         for job in claimed:
             self._start_job(job)
         if claimed:
             self._schedule_beat(sooner_only=True)
         drained = self.options.burst and not claimed and not self.jobs.busy
-        if drained and not self._due_soon():
-            self._request_stop("graceful", "drained")
-
-    def _claim_from(self, queue_name: str, limit: int) -> list[Job]:
-        """Claim up to ``limit`` jobs of one queue, timing the claim query."""
-        began = time.perf_counter()
-        got = Job.objects.db_manager(self.using).claim(
-            [queue_name], limit=limit, owner=self.owner, lease=self.options.lease
-        )
-        self.metrics.claim_query(queue_name, (time.perf_counter() - began) * 1000, len(got))
-        return got
-
-    def _due_soon(self) -> bool:
-        """Tell a burst worker to wait for scheduled jobs due within BURST_HORIZON seconds.
-
-        Jobs overdue by more than that are left alone: nothing promotes them (no maintenance
-        loop runs), and waiting for them would never end.
-        """
-        return (
-            Job.objects.using(self.using)
-            .scheduled()
-            .filter(queue_name__in=self.options.queues)
-            .filter(run_after__lte=DatabaseNowPlus(BURST_HORIZON))
-            .filter(run_after__gte=DatabaseNowPlus(-BURST_HORIZON))
-            .exists()
-        )
+        if drained and not self.claimer.due_soon():
+            self._request_stop(GRACEFUL, "drained")
 
     def _start_job(self, job: Job) -> None:
         running = self.jobs.hold(job)
@@ -247,12 +212,12 @@ class Worker:
         for running in self.jobs.overdue():
             self._abandon(running)
         if self.parent_pid is not None and os.getppid() != self.parent_pid:
-            self._request_stop("graceful", "supervisor gone")
+            self._request_stop(GRACEFUL, "supervisor gone")
         memory, limit_mb = resident_megabytes(), self.options.max_memory_mb
         if limit_mb is not None and memory is not None and memory > limit_mb:
-            self._request_stop("graceful", f"memory {memory:.0f} MiB", RECYCLE_EXIT_CODE)
+            self._request_stop(GRACEFUL, f"memory {memory:.0f} MiB", RECYCLE_EXIT_CODE)
         if self.options.max_jobs is not None and self.started_jobs >= self.options.max_jobs:
-            self._request_stop("graceful", "max jobs", RECYCLE_EXIT_CODE)
+            self._request_stop(GRACEFUL, "max jobs", RECYCLE_EXIT_CODE)
 
     def _abandon(self, running: Running) -> None:
         """Fail a thread-run job past its timeout; a thread cannot be killed, so recycle."""
@@ -260,38 +225,27 @@ class Worker:
         with contextlib.suppress(Exception):  # only the retry backoff comes from it
             task = resolve_task(running.job.task_path)
         self.jobs.abandon(running, timed_out(running, task))
-        self._request_stop("graceful", f"job {running.job.pk} timed out", RECYCLE_EXIT_CODE)
+        self._request_stop(GRACEFUL, f"job {running.job.pk} timed out", RECYCLE_EXIT_CODE)
 
     def _database_trouble(self, error: Error) -> None:
         delay = self.db_backoff.failed(error, self.using)
         self.reconcile = True
         self.waker.wait(delay, listen=False)
 
-    # Signals and stopping.
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.signals.append(signum)
-        self.waker.poke()
+    # Stopping.
 
     def _handle_signals(self) -> None:
-        while self.signals:
-            signum = self.signals.pop(0)
-            if signum in STOP_SIGNALS:
-                forced = signum == signal.SIGQUIT or self.stop is not None
-                mode = "immediate" if forced else "graceful"
-                self._request_stop(mode, signal.Signals(signum).name)
+        for mode, name in self.stopping.received():
+            self._request_stop(mode, name)
 
     def _request_stop(self, mode: str, reason: str, exit_code: int = 0) -> None:
-        if mode == "immediate":
-            self.stop, self.deadline = "immediate", time.monotonic()
-            self.stop_reason = self.stop_reason or reason
-            logger.info("worker stopping now reason=%s worker=%s", reason, self.owner)
-        elif self.stop is None:
-            self.stop, self.stop_reason, self.exit_code = "graceful", reason, exit_code
-            self.deadline = time.monotonic() + self.options.grace
+        within = 0.0 if mode == IMMEDIATE else self.options.grace
+        if not self.stopping.request(mode, reason, within=within, exit_code=exit_code):
+            return
+        if mode == GRACEFUL:
             self.jobs.unstart()
-            if reason != "drained":
-                logger.info("worker stopping reason=%s grace=%s", reason, self.options.grace)
+        if reason != "drained":
+            logger.info("worker stopping mode=%s reason=%s worker=%s", mode, reason, self.owner)
 
     def _finish(self) -> None:
         """Record what finished, give back what did not, and leave the workers table."""

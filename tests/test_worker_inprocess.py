@@ -10,8 +10,7 @@ from django.db import connections
 from django.tasks import TaskResultStatus, task_backends
 from django.tasks.signals import task_finished, task_started
 
-from django_skipqueue import heartbeat, outcomes
-from django_skipqueue import worker as worker_module
+from django_skipqueue import claiming, heartbeat, outcomes
 from django_skipqueue.executor import Executor, Outcome, Running
 from django_skipqueue.models import Job, QueueMinute, WorkerProcess
 from django_skipqueue.options import RECYCLE_EXIT_CODE, WorkerOptions
@@ -27,7 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def no_burst_horizon(monkeypatch):
     """Nothing promotes scheduled jobs here: a burst worker must not wait for them."""
-    monkeypatch.setattr(worker_module, "BURST_HORIZON", 0.0)
+    monkeypatch.setattr(claiming, "BURST_HORIZON", 0.0)
 
 
 def run_worker(**overrides: object) -> Worker:

@@ -37,18 +37,20 @@ def test_a_stale_completion_is_rejected_after_another_worker_finished_the_job(
         plain = wt.slow_record.using(lease=2).enqueue(3, label="plain")
         exactly_once = wt.slow_record_tx.using(lease=2).enqueue(3, label="tx")
         ids = [plain.id, exactly_once.id]
-        wait_for(lambda: Job.objects.filter(pk__in=ids, owner=frozen.owner).count() == 2, 30)
+        held = Job.objects.filter(pk__in=ids, owner=frozen.owner, status="claimed")
+        wait_for(lambda: held.count() == 2, 60, what="both jobs claimed by the first worker")
         os.kill(frozen.pid, signal.SIGSTOP)
 
         second = Runworkers(manage_py, child_env, tmp_path / "second.log", *args)
         done = Job.objects.filter(pk__in=ids, status="succeeded")
-        wait_for(lambda: done.count() == 2, timeout=60)  # reaped, claimed again, finished
+        # Reaped (SKIPQUEUE_REAP_INTERVAL), claimed again by the second worker, finished.
+        wait_for(lambda: done.count() == 2, timeout=90, what="both jobs finished elsewhere")
         winners = set(done.values_list("owner", flat=True))
         assert frozen.owner not in winners and len(winners) == 1
 
         os.kill(frozen.pid, signal.SIGCONT)
         stale = WorkerProcess.objects.filter(pk=frozen.pk, lost_leases=2)
-        wait_for(stale.exists, timeout=30)
+        wait_for(stale.exists, timeout=60, what="two lost leases counted")
         for runner in (first, second):
             runner.signal(signal.SIGTERM)
             assert runner.wait(timeout=30) == 0

@@ -56,7 +56,9 @@ class Runworkers:
         self._log.close()
 
 
-def wait_for(condition: Callable[[], Any], timeout: float, interval: float = 0.05) -> Any:
+def wait_for(
+    condition: Callable[[], Any], timeout: float, interval: float = 0.05, what: str = ""
+) -> Any:
     """Poll ``condition`` (on fresh reads) until it is truthy; fail after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -64,7 +66,7 @@ def wait_for(condition: Callable[[], Any], timeout: float, interval: float = 0.0
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
+            raise AssertionError(f"{what or 'condition'} not met within {timeout} s")
         time.sleep(interval)
         connections["default"].close_if_unusable_or_obsolete()
 

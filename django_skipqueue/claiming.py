@@ -1,0 +1,75 @@
+"""The worker's side of ``Job.objects.claim()``: how many jobs, from which queues, and when."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from .dbtime import DatabaseNowPlus
+from .lifecycle import IdleBackoff
+from .metrics import Metrics
+from .models import Job
+from .options import WorkerOptions
+
+#: A burst worker waits for retries and deferred jobs due within this many seconds.
+BURST_HORIZON = 10.0
+
+ClaimInside = Callable[[Callable[[], list[Job]]], list[Job] | None]
+
+
+class Claimer:
+    """Claim into free slots queue by queue, in order; pace empty rounds with a backoff."""
+
+    def __init__(self, options: WorkerOptions, owner: str, metrics: Metrics) -> None:
+        self.options, self.owner, self.metrics = options, owner, metrics
+        self.using = options.database
+        # One claim query per queue a round: the pause scales so that an idle process
+        # makes at most one claim query per ``poll_max`` seconds.
+        self.idle = IdleBackoff(options.poll_max * max(len(options.queues), 1))
+
+    @property
+    def next_claim_at(self) -> float:
+        return self.idle.next_claim_at
+
+    def due(self) -> bool:
+        return time.monotonic() >= self.idle.next_claim_at
+
+    def wake(self, queues: set[str]) -> None:
+        """Claim at the next turn if a wake-up named one of this worker's queues."""
+        if queues & set(self.options.queues):
+            self.idle.wake()
+
+    def claim(self, wanted: int, inside: ClaimInside) -> list[Job]:
+        """Claim up to ``wanted`` jobs: the first queue through ``inside`` (which runs it in
+        the transaction that records finished jobs), then the other queues in order."""
+        first, *others = self.options.queues
+        claimed = inside(lambda: self.claim_from(first, wanted)) or []
+        for queue_name in others:
+            if len(claimed) < wanted:
+                claimed += self.claim_from(queue_name, wanted - len(claimed))
+        self.idle.claimed(len(claimed), wanted)
+        return claimed
+
+    def claim_from(self, queue_name: str, limit: int) -> list[Job]:
+        """Claim up to ``limit`` jobs of one queue, timing the claim query."""
+        began = time.perf_counter()
+        got = Job.objects.db_manager(self.using).claim(
+            [queue_name], limit=limit, owner=self.owner, lease=self.options.lease
+        )
+        self.metrics.claim_query(queue_name, (time.perf_counter() - began) * 1000, len(got))
+        return got
+
+    def due_soon(self) -> bool:
+        """Tell a burst worker to wait for scheduled jobs due within BURST_HORIZON seconds.
+
+        Jobs overdue by more than that are left alone: nothing promotes them (no maintenance
+        loop runs), and waiting for them would never end.
+        """
+        return (
+            Job.objects.using(self.using)
+            .scheduled()
+            .filter(queue_name__in=self.options.queues)
+            .filter(run_after__lte=DatabaseNowPlus(BURST_HORIZON))
+            .filter(run_after__gte=DatabaseNowPlus(-BURST_HORIZON))
+            .exists()
+        )
