@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -191,6 +192,7 @@ def test_purge_pauses_on_a_growing_lag_and_goes_on_when_the_replica_catches_up(p
     wait_for(lambda: old_rows(replica) == 0)
 
 
+@pytest.mark.skipif(not shutil.which("mariadb-binlog"), reason="needs mariadb-binlog")
 def test_the_binary_log_has_one_transaction_per_chunk_of_at_most_chunk_rows(pair):
     primary, replica = pair
     primary.query("FLUSH BINARY LOGS")
