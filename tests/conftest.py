@@ -27,6 +27,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs SELECT ... FOR UPDATE SKIP LOCKED"))
 
 
+@pytest.fixture(autouse=True)
+def forget_paused_queues() -> Iterator[None]:
+    """Start each test with no cached list of paused queues (the database is flushed between
+    tests, but a process keeps that list for about a second)."""
+    from django_skipqueue import pausing
+
+    pausing.forget()
+    yield
+    pausing.forget()
+
+
 @pytest.fixture
 def backend():
     """The configured SkipQueueBackend."""

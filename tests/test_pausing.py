@@ -19,13 +19,6 @@ from tests.tasks import noop
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def fresh_pause_cache():
-    pausing.forget()
-    yield
-    pausing.forget()
-
-
 def enqueue(queue_name: str, count: int = 1) -> None:
     for _ in range(count):
         noop.using(queue_name=queue_name).enqueue()

@@ -23,13 +23,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 QUEUES = ["default", "high", "emails", "reports"]
 
 
-@pytest.fixture(autouse=True)
-def fresh_pause_cache():
-    pausing.forget()
-    yield
-    pausing.forget()
-
-
 def fill_queues() -> None:
     insert_jobs(37, status="ready")
     insert_jobs(5, status="scheduled", run_after_seconds=600)
