@@ -213,7 +213,8 @@ class Worker:
             self._abandon(running)
         if self.parent_pid is not None and os.getppid() != self.parent_pid:
             self._request_stop(GRACEFUL, "supervisor gone")
-        memory, limit_mb = resident_megabytes(), self.options.max_memory_mb
+        limit_mb = self.options.max_memory_mb
+        memory = resident_megabytes() if limit_mb is not None else None
         if limit_mb is not None and memory is not None and memory > limit_mb:
             self._request_stop(GRACEFUL, f"memory {memory:.0f} MiB", RECYCLE_EXIT_CODE)
         if self.options.max_jobs is not None and self.started_jobs >= self.options.max_jobs:

@@ -61,6 +61,23 @@ def test_kill_9_mid_load_loses_nothing_and_only_its_jobs_run_twice(
     assert WorkerProcess.objects.filter(role="worker").count() == 3  # the dead one replaced
 
 
+def test_max_jobs_replaces_worker_processes_at_once(backend, child_env, manage_py, tmp_path):
+    backend.enqueue_many([(wt.slow_record, [0], {})] * 20)
+    workers = Runworkers(
+        manage_py, child_env, tmp_path / "recycle.log",
+        "--processes", "1", "--threads", "2", "--burst", "--queues", "default", "--max-jobs", "5",
+    )  # fmt: skip
+    try:
+        assert workers.wait(timeout=120) == 0, workers.log()[-3000:]
+    finally:
+        workers.stop()
+    assert status_counts() == {"succeeded": 20}
+    assert LedgerEntry.objects.count() == 20
+    rows = WorkerProcess.objects.filter(role="worker")
+    assert rows.count() >= 4 and all(row.claimed <= 5 for row in rows)
+    assert "reason=exit 75 restart_in=0.0" in workers.log()
+
+
 def test_a_task_that_kills_its_process_fails_after_max_attempts(
     backend, child_env, manage_py, tmp_path
 ):

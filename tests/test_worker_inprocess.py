@@ -136,6 +136,13 @@ def test_max_jobs_recycles_the_process_and_leaves_the_rest(close_thread_connecti
     assert Job.objects.filter(status="ready").count() == 2
 
 
+def test_max_memory_recycles_the_process(close_thread_connections):
+    echo.enqueue()
+    worker = run_worker(max_memory_mb=1, burst=False)  # any Python process is bigger
+    assert worker.exit_code == RECYCLE_EXIT_CODE
+    assert worker.stop_reason.startswith("memory ")
+
+
 def test_a_sync_job_past_its_timeout_fails_and_recycles_the_process(close_thread_connections):
     result = wt.overrun.enqueue(3)
     began = time.monotonic()
