@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.db import transaction
+from django.db import Error, transaction
 
 from . import heartbeat, outcomes
 from .dbretry import retry_whole_transaction
@@ -39,6 +39,8 @@ class Holdings:
         self.unstarted: list[Running] = []
         self.finished: queue.SimpleQueue[tuple[Running, Outcome]] = queue.SimpleQueue()
         self.unrecorded: list[Outcome] = []
+        #: Outcomes (by id()) whose last write failed: it may have committed all the same.
+        self.uncertain: set[int] = set()
 
     def __len__(self) -> int:
         """Slots in use: held jobs and threads still stuck in timed-out jobs."""
@@ -79,10 +81,22 @@ class Holdings:
             with transaction.atomic(using=self.using):
                 return outcomes.write(batch), along() if along is not None else None
 
-        written, answer = retry_whole_transaction(self.using, together)
+        try:
+            written, answer = retry_whole_transaction(self.using, together)
+        except Error:
+            # The commit may have happened before the connection broke: check next time.
+            self.uncertain.update(id(outcome) for outcome in batch)
+            raise
         outcomes.settle(batch, written)
+        self._recognise([o for o in batch if o.lost and id(o) in self.uncertain])
+        self.uncertain.difference_update(id(outcome) for outcome in batch)
         self._settled(batch)
         return answer
+
+    def _recognise(self, rejected: list[Outcome]) -> None:
+        """Outcomes rejected after a commit of unknown fate may be our own earlier write."""
+        for outcome, ours in zip(rejected, outcomes.already_written(rejected), strict=True):
+            outcome.lost = not ours
 
     @property
     def finishing(self) -> int:

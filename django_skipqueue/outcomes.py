@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import transaction
 from django.tasks import TaskResult
@@ -61,6 +62,33 @@ def settle(outcomes: Sequence[Outcome], written: Sequence[bool]) -> None:
     todo = [outcome for outcome in outcomes if not outcome.recorded]
     for outcome, ok in zip(todo, written, strict=True):
         outcome.recorded, outcome.lost = True, not ok
+
+
+def already_written(rejected: Sequence[Outcome]) -> list[bool]:
+    """Tell, for outcomes the fence rejected, which the row already holds as written by us.
+
+    After a connection broke during COMMIT, the commit may have happened: retrying the write
+    then meets a row that is no longer claimed. It is ours if it holds this very outcome at
+    this attempt (a success keeps its owner; a failure ends with our error record), and not
+    another worker's or the reaper's (which records LeaseExpired).
+    """
+    if not rejected:
+        return []
+    using = rejected[0].job._state.db or "default"
+    fields = ("pk", "status", "owner", "attempts", "errors", "worker_ids")
+    rows = Job.objects.using(using).filter(pk__in=[o.job.pk for o in rejected]).values(*fields)
+    by_id = {row["pk"]: row for row in rows}
+    return [_is_ours(outcome, by_id.get(outcome.job.pk)) for outcome in rejected]
+
+
+def _is_ours(outcome: Outcome, row: dict[str, Any] | None) -> bool:
+    job = outcome.job
+    if row is None or row["attempts"] != job.attempts or row["status"] == JobStatus.CLAIMED:
+        return False
+    if outcome.status == "succeeded":
+        return bool(row["status"] == JobStatus.SUCCEEDED and row["owner"] == job.owner)
+    errors, workers = row["errors"] or [], row["worker_ids"] or []
+    return bool(errors and errors[-1] == outcome.error and workers[-1:] == [job.owner])
 
 
 def _transitions(todo: Sequence[Outcome]) -> list[bool]:

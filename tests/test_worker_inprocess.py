@@ -242,6 +242,26 @@ def test_batched_completions_are_fenced_one_by_one():
     assert job(second).status == "claimed" and job(second).owner == "thief"
 
 
+def test_a_write_whose_commit_was_lost_is_recognised_as_our_own():
+    """The connection broke during COMMIT, which went through: the retry finds our outcome."""
+    won, failed, reaped = echo.enqueue(), echo.enqueue(), echo.enqueue()
+    runs = {r.id: claimed_by("w1", r) for r in (won, failed, reaped)}
+    error = {"exception_class_path": "builtins.ValueError", "traceback": "boom"}
+    first = [
+        Outcome(runs[won.id], "succeeded", {"ok": 1}),
+        Outcome(runs[failed.id], "retry", error=error, retry_in=0),
+    ]
+    outcomes.record(first, "default")  # committed; pretend its answer never arrived
+    outcomes.reclaim("w1", "default", "test")  # the third: taken over, not ours
+    again = [Outcome(o.running, o.status, o.return_value, o.error, o.retry_in) for o in first]
+    again.append(Outcome(runs[reaped.id], "succeeded", None))
+    outcomes.record(again, "default")
+    # A success already written under this owner reads as written (completions.py); the
+    # other two are rejected by the fence, and only the first of them is ours.
+    assert [o.lost for o in again] == [False, True, True]
+    assert outcomes.already_written(again[1:]) == [True, False]
+
+
 def test_reclaim_spends_the_dead_workers_attempt():
     spare, last = echo.enqueue(), explode.using(max_attempts=1).enqueue("x")
     Job.objects.claim(["default"], limit=2, owner="dead")
