@@ -5,7 +5,8 @@
 
 Operations: ``setup`` (create the database, migrate), ``enqueue MODE N`` (single, txn or
 bulk; prints the seconds taken), ``feed RATE SECONDS OUT`` (latency producer: probe jobs
-at an offered rate, writing "key commit_time" lines to OUT).
+at an offered rate, writing "key commit_time" lines to OUT); for django-skipqueue only,
+``history``, ``ready``, ``claimcost`` and ``workers`` (see ourside.py).
 """
 
 from __future__ import annotations
@@ -84,10 +85,20 @@ def feed(system: str, rate: str, seconds: str, out: str) -> dict[str, object]:
     return {"sent": index}
 
 
+def _ours(name: str) -> Callable[..., dict[str, object]]:
+    def run(system: str, *args: str) -> dict[str, object]:
+        from benchmarks import ourside
+
+        return getattr(ourside, name)(*args)
+
+    return run
+
+
 OPERATIONS: dict[str, Callable[..., dict[str, object]]] = {
     "setup": setup,
     "enqueue": enqueue,
     "feed": feed,
+    **{name: _ours(name) for name in ("history", "ready", "claimcost", "workers")},
 }
 
 if __name__ == "__main__":

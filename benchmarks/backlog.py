@@ -36,7 +36,7 @@ class Backlog:
         self.db = connect(system.database) if system.database else None
         self.redis = redis.Redis.from_url(REDIS_URL) if system.name == "celery" else None
         self._snap = f"bench_snapshot_{system.name}"
-        self._messages: list[bytes] = []
+        self._messages: list = []
 
     def remaining(self) -> int:
         if self.redis is not None:
@@ -60,7 +60,8 @@ class Backlog:
         if self.redis is not None:
             self.redis.flushdb()
             return
-        self.execute(*(f"TRUNCATE TABLE {table}" for table in self.system.tables))
+        truncate = [f"TRUNCATE TABLE {table}" for table in self.system.tables]
+        self.execute("SET FOREIGN_KEY_CHECKS = 0", *truncate, "SET FOREIGN_KEY_CHECKS = 1")
 
     def snapshot(self) -> None:
         """Keep a copy of the current queue, to refill it quickly before each run."""

@@ -52,7 +52,7 @@ def _ours_bulk(count: int) -> None:
 
     from benchmarks.tasks import noop
 
-    task_backends["default"].enqueue_many([(noop, (), {})] * count)
+    task_backends["default"].enqueue_many([(noop, (), {})] * count)  # type: ignore[attr-defined]
 
 
 def _ox_bulk(count: int) -> None:
@@ -112,7 +112,10 @@ ENQUEUERS: dict[str, dict[str, Enqueue]] = {
 def _django_probe() -> Callable[[str], None]:
     from benchmarks.tasks import probe
 
-    return lambda key: probe.enqueue(key)
+    def send(key: str) -> None:
+        probe.enqueue(key)
+
+    return send
 
 
 def _q2_probe() -> Callable[[str], None]:

@@ -12,8 +12,18 @@ from pathlib import Path
 from benchmarks.systems import PEER_ORDER, SYSTEMS, System
 
 ROOT = Path(__file__).resolve().parent.parent
-RAW_DIR = ROOT / "docs" / "benchmarks" / "raw"
 WORK_DIR = ROOT / "benchmarks" / ".work"
+#: Where a full run writes; a quick (smoke) run writes under WORK_DIR and leaves docs/ alone.
+DOCS_DIR = ROOT / "docs"
+
+
+def output_dir(quick: bool) -> Path:
+    """The folder that holds benchmarks.md's plots and raw/ (docs/benchmarks for a full run)."""
+    return WORK_DIR / "quick" if quick else DOCS_DIR / "benchmarks"
+
+
+def page(quick: bool) -> Path:
+    return WORK_DIR / "quick" / "benchmarks.md" if quick else DOCS_DIR / "benchmarks.md"
 
 
 @dataclass
@@ -38,20 +48,26 @@ class Context:
         print(line, flush=True)
 
 
-def agent(system: System, *args: str, timeout: float = 900) -> dict:
+def agent(
+    system: System, *args: str, env: dict[str, str] | None = None, timeout: float = 900
+) -> dict:
     """Run one agent operation in ``system``'s interpreter; return its JSON answer."""
     done = subprocess.run(
         [system.python, "-m", "benchmarks.agent", system.name, *args],
-        env=system.env(), capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
+        env=env or system.env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"agent {system.name} {args} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def interleaved[C](
-    reps: int, configs: Sequence[C], systems: Sequence[System]
-) -> Iterator[tuple[int, C, System]]:
+def interleaved[C, S](
+    reps: int, configs: Sequence[C], systems: Sequence[S]
+) -> Iterator[tuple[int, C, S]]:
     """Yield (rep, config, system) with the systems alternating inside each config: ABAB.
 
     Every repetition walks all configurations, so slow drift of the machine (another
@@ -64,8 +80,9 @@ def interleaved[C](
                 yield rep, config, system
 
 
-def save_raw(name: str, data: object) -> Path:
-    RAW_DIR.mkdir(parents=True, exist_ok=True)
-    path = RAW_DIR / f"{name}.json"
+def save_raw(name: str, data: object, quick: bool) -> Path:
+    folder = output_dir(quick) / "raw"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     return path

@@ -67,8 +67,11 @@ def redis_version() -> str | None:
     try:
         out = subprocess.run(
             ["redis-cli", "-h", "127.0.0.1", "INFO", "server"],
-            capture_output=True, text=True, timeout=5, check=False,
-        ).stdout  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     for line in out.splitlines():

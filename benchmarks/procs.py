@@ -28,10 +28,14 @@ class Fleet:
             for command in commands:
                 fleet.procs.append(
                     subprocess.Popen(
-                        command, env=env, stdout=out, stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL, start_new_session=True,
+                        command,
+                        env=env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
                     )
-                )  # fmt: skip
+                )
         return fleet
 
     def tree(self) -> list[psutil.Process]:
@@ -73,7 +77,12 @@ class Fleet:
         return any(proc.poll() is None for proc in self.procs)
 
     def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM every process group, wait, then SIGKILL what is left."""
+        """SIGTERM every root's process group, wait, then SIGKILL whatever of the tree is left.
+
+        A supervisor may put its children in process groups of their own, so the tree is
+        noted first and every process of it is checked at the end.
+        """
+        tree = self.tree()
         for proc in self.procs:
             _signal_group(proc, signal.SIGTERM)
         deadline = time.monotonic() + timeout
@@ -83,8 +92,13 @@ class Fleet:
             except subprocess.TimeoutExpired:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait()
-        for proc in self.procs:  # stray grandchildren of a group whose leader exited
-            _signal_group(proc, signal.SIGKILL)
+        _, alive = psutil.wait_procs(tree, timeout=max(0.5, deadline - time.monotonic()))
+        for leftover in alive:
+            try:
+                leftover.kill()
+            except psutil.NoSuchProcess:
+                continue
+        psutil.wait_procs(alive, timeout=5)
 
 
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:

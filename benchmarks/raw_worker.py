@@ -14,12 +14,16 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 
 import MySQLdb
 
 from benchmarks.jobs import noop_function, probe_function
 
-FUNCTIONS = {"benchmarks.tasks.noop": noop_function, "benchmarks.tasks.probe": probe_function}
+FUNCTIONS: dict[str, Callable[..., None]] = {
+    "benchmarks.tasks.noop": noop_function,
+    "benchmarks.tasks.probe": probe_function,
+}
 
 LOCK = (
     "SELECT id FROM skipqueue_job WHERE status = 'ready' AND queue_name = 'default' "

@@ -31,6 +31,6 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def ratio(ours: float | None, theirs: float | None) -> float | None:
-    if ours is None or theirs in (None, 0):
+    if ours is None or theirs is None or theirs == 0:
         return None
-    return ours / theirs  # type: ignore[operator]
+    return ours / theirs

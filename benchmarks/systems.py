@@ -89,9 +89,19 @@ def _celery(system: System, processes: int, threads: int) -> list[list[str]]:
     celery = str(Path(system.python).parent / "celery")
     pool = ["-P", "threads", "-c", str(threads)] if threads > 1 else ["-c", str(processes)]
     cmd = [
-        celery, "-A", "benchmarks.peers.celery_app", "worker", *pool, "-Q", "bench",
-        "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "WARNING",
-    ]  # fmt: skip
+        celery,
+        "-A",
+        "benchmarks.peers.celery_app",
+        "worker",
+        *pool,
+        "-Q",
+        "bench",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "-l",
+        "WARNING",
+    ]
     return [cmd for _ in range(processes if threads > 1 else 1)]
 
 
@@ -108,31 +118,60 @@ OUR_REMAINING = "SELECT COUNT(*) FROM skipqueue_job WHERE status IN ('ready', 'c
 
 SYSTEMS = {
     "ours": System(
-        "ours", "django-skipqueue", OUR_PYTHON, "benchmarks.peers.ours", "sq_bench",
-        OUR_REMAINING, ("skipqueue_job", "skipqueue_worker"), threaded=True, bulk=True,
+        "ours",
+        "django-skipqueue",
+        OUR_PYTHON,
+        "benchmarks.peers.ours",
+        "sq_bench",
+        OUR_REMAINING,
+        ("skipqueue_job", "skipqueue_worker"),
+        threaded=True,
+        bulk=True,
     ),
     "raw": System(
-        "raw", "raw SQL (mysqlclient)", OUR_PYTHON, "benchmarks.peers.ours", "sq_bench",
-        OUR_REMAINING, ("skipqueue_job",), threaded=True, bulk=True,
+        "raw",
+        "raw SQL (mysqlclient)",
+        OUR_PYTHON,
+        "benchmarks.peers.ours",
+        "sq_bench",
+        OUR_REMAINING,
+        ("skipqueue_job",),
+        threaded=True,
+        bulk=True,
     ),
     "tasksdb": System(
-        "tasksdb", "django-tasks-db", PEERS_PYTHON, "benchmarks.peers.tasksdb",
+        "tasksdb",
+        "django-tasks-db",
+        PEERS_PYTHON,
+        "benchmarks.peers.tasksdb",
         "sq_bench_tasksdb",
-        "SELECT COUNT(*) FROM django_tasks_db_dbtaskresult WHERE status IN ('READY', 'RUNNING')",
-        ("django_tasks_db_dbtaskresult",),
+        "SELECT COUNT(*) FROM django_tasks_database_dbtaskresult "
+        "WHERE status IN ('READY', 'RUNNING')",
+        ("django_tasks_database_dbtaskresult",),
     ),
     "ox": System(
-        "ox", "django-ox", PEERS_PYTHON, "benchmarks.peers.ox", "sq_bench_ox",
+        "ox",
+        "django-ox",
+        PEERS_PYTHON,
+        "benchmarks.peers.ox",
+        "sq_bench_ox",
         "SELECT COUNT(*) FROM django_ox_oxtask WHERE status IN ('READY', 'RUNNING')",
-        ("django_ox_oxtask",), threaded=True, bulk=True,
+        ("django_ox_oxtask",),
+        threaded=True,
+        bulk=True,
     ),
     "q2": System(
-        "q2", "django-q2 (ORM broker)", PEERS_PYTHON, "benchmarks.peers.q2", "sq_bench_q2",
-        "SELECT COUNT(*) FROM django_q_ormq", ("django_q_ormq", "django_q_task"),
+        "q2",
+        "django-q2 (ORM broker)",
+        PEERS_PYTHON,
+        "benchmarks.peers.q2",
+        "sq_bench_q2",
+        "SELECT COUNT(*) FROM django_q_ormq",
+        ("django_q_ormq", "django_q_task"),
     ),
     "celery": System(
         "celery", "Celery + Redis", PEERS_PYTHON, None, None, None, (), threaded=True
     ),
-}  # fmt: skip
+}
 
 PEER_ORDER = ("ours", "raw", "tasksdb", "ox", "q2", "celery")

@@ -1,0 +1,18 @@
+"""The seven scenarios of issue 6, each a ``run(ctx) -> dict`` of raw figures and tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from benchmarks.harness import Context
+from benchmarks.scenarios import drain, enqueue, history, idle, latency, purge, sweep
+
+SCENARIOS: dict[str, Callable[[Context], dict]] = {
+    "drain": drain.run,
+    "enqueue": enqueue.run,
+    "latency": latency.run,
+    "history": history.run,
+    "purge": purge.run,
+    "sweep": sweep.run,
+    "idle": idle.run,
+}

@@ -44,11 +44,18 @@ def fill(ctx: Context, system: System, count: int) -> Backlog:
 
 
 def measure(
-    ctx: Context, system: System, backlog: Backlog, shape: Shape, count: int, cap: float,
+    ctx: Context,
+    system: System,
+    backlog: Backlog,
+    shape: Shape,
+    count: int,
+    cap: float,
     env: dict[str, str] | None = None,
-) -> dict[str, object]:  # fmt: skip
+    refill: bool = True,
+) -> dict[str, object]:
     """Refill the queue, start the workers, time the drain; return one run's figures."""
-    backlog.restore()
+    if refill:
+        backlog.restore()
     server = "redis-server" if system.name == "celery" else "mariadbd"
     log = ctx.work / "logs" / f"drain-{system.name}-{shape.label}.log"
     extra = {"BENCH_WORKERS": str(shape.processes), **(env or {})}
