@@ -3,7 +3,7 @@
 Nothing here adds an index or scans history. Depth per status and queue is an index-only
 range count over the claim index's (status, queue_name) prefix, exact up to a cap and an
 estimate (marked) beyond it. The oldest ready job is found from the first key of each
-priority in that index (a loose index scan on MySQL). Throughput, claim latency and reclaims
+priority in that index (one index seek per priority). Throughput, claim latency and reclaims
 come from the per-minute rows the workers already write; liveness from their heartbeats.
 """
 
@@ -26,6 +26,8 @@ from .models import Job, JobStatus, MaintenanceRun, QueueMinute, WorkerProcess
 from .models.worker import WorkerRole
 from .pausing import paused_queues
 
+#: Queues not in settings are still shown when they have ready jobs, up to this many.
+MAX_DISCOVERED_QUEUES = 100
 #: The statuses status shows a depth for (finished ones other than failed are history).
 DEPTH_STATUSES = (JobStatus.READY, JobStatus.SCHEDULED, JobStatus.CLAIMED, JobStatus.FAILED)
 
@@ -118,31 +120,36 @@ def _jobs(using: str, status: str, queue_name: str) -> Any:
 
 def _queue_names(using: str, configured: Iterable[str], paused: Iterable[str]) -> list[str]:
     names = list(dict.fromkeys(configured))
-    # DISTINCT over the (status, queue_name) prefix: a loose index scan on MySQL.
-    ready = Job.objects.using(using).ready().order_by().values_list("queue_name", flat=True)
-    for name in sorted({*ready.distinct(), *paused}):
+    for name in sorted({*_queues_with_ready_jobs(using), *paused}):
         if name not in names:
             names.append(name)
+    return names
+
+
+def _queues_with_ready_jobs(using: str) -> list[str]:
+    """DISTINCT queue names of ready jobs, by one index seek per name (a skip scan).
+
+    ``SELECT DISTINCT`` would read the whole ready backlog when MariaDB skips the loose index
+    scan, and PostgreSQL has none; each seek here reads one entry of the claim index.
+    """
+    ready = Job.objects.using(using).ready().order_by("queue_name")
+    names: list[str] = []
+    while len(names) < MAX_DISCOVERED_QUEUES:
+        after = ready.filter(queue_name__gt=names[-1]) if names else ready
+        name = after.values_list("queue_name", flat=True).first()
+        if name is None:
+            break
+        names.append(name)
     return names
 
 
 def oldest_ready_age(using: str, queue_name: str, now: datetime) -> float | None:
     """Seconds the longest-waiting ready job of ``queue_name`` has waited.
 
-    Keys grow with enqueue time, so within one priority the first key is the oldest job:
-    ``MIN(id) ... GROUP BY priority_rank`` reads one index entry per priority. Waiting
-    starts at ``run_after`` for deferred jobs and retries, at ``enqueued_at`` otherwise.
+    Keys grow with enqueue time, so within one priority the first key is the oldest job.
+    Waiting starts at ``run_after`` for deferred jobs and retries, at ``enqueued_at`` otherwise.
     """
-    firsts = (
-        Job.objects.using(using)
-        .ready()
-        .in_queue(queue_name)
-        .order_by()
-        .values("priority_rank")
-        .annotate(first=Min("id"))
-        .values_list("first", flat=True)
-    )
-    ids = list(firsts)
+    ids = _first_id_per_priority(using, queue_name)
     if not ids:
         return None
     since = (
@@ -151,6 +158,24 @@ def oldest_ready_age(using: str, queue_name: str, now: datetime) -> float | None
         .aggregate(since=Min(Coalesce("run_after", "enqueued_at")))["since"]
     )
     return max(0.0, (now - since).total_seconds()) if since else None
+
+
+def _first_id_per_priority(using: str, queue_name: str) -> list[int]:
+    """The first key of each priority present, by one claim-index seek per priority.
+
+    A ``GROUP BY priority_rank`` is only cheap with a loose index scan, which MariaDB does
+    not always choose; at most 201 seeks, each reading one index entry, always are.
+    """
+    ready = Job.objects.using(using).ready().in_queue(queue_name).in_claim_order()
+    ids: list[int] = []
+    rank: int | None = None
+    while True:
+        after = ready if rank is None else ready.filter(priority_rank__gt=rank)
+        first = after.values_list("priority_rank", "pk").first()
+        if first is None:
+            return ids
+        rank, pk = first
+        ids.append(pk)
 
 
 def _add_minutes(using: str, report: StatusReport, now: datetime) -> None:
