@@ -8,6 +8,7 @@ whose writes and fenced completion commit together in the job's own transaction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from inspect import iscoroutinefunction
 from typing import Any
 
-from django.db import close_old_connections, transaction
+from django.db import Error, close_old_connections, connections, transaction
 from django.tasks import Task
 from django.tasks.signals import task_started
 from django.utils.json import normalize_json
@@ -27,7 +28,7 @@ from .backend import SkipQueueBackend
 from .context import JobContext
 from .dbretry import retry_whole_transaction
 from .exceptions import JobCancelled, JobTimedOut
-from .models import Job
+from .models import Job, JobStatus
 from .results import build_result, task_for_job
 from .retries import error_record, message_record, retry_delay
 
@@ -96,8 +97,13 @@ class Executor:
         future.add_done_callback(lambda done: self._report(running, done))
 
     def _report(self, running: Running, done: Future[Outcome]) -> None:
-        if not done.cancelled():  # cancelled: never started, the worker releases it
-            self.on_done(running, done.result())
+        if done.cancelled():  # never started: the worker releases it
+            return
+        try:
+            outcome = done.result()
+        except BaseException as error:  # a bug outside the task: the job must still end
+            outcome = failure(running, None, error, running.started_at or time.monotonic())
+        self.on_done(running, outcome)
 
     def fail_unstarted(self, running: Running, error: BaseException) -> None:
         """Report an attempt that could not start (its task path names no Task)."""
@@ -122,6 +128,7 @@ class Executor:
     def _run_sync(self, running: Running, task: Task) -> Outcome:
         # Like a request: stale connections out before, broken ones out after.
         close_old_connections()
+        close_dead_connections()
         try:
             return self._attempt(running, task)
         finally:
@@ -158,8 +165,24 @@ class Executor:
             value = retry_whole_transaction(self.using, attempt)
         except _FenceRejected:
             return Outcome(running, "succeeded", recorded=True, lost=True)
+        except Error:
+            committed = self._committed_anyway(job)
+            if committed is None:
+                raise
+            value = committed["return_value"]
         duration = time.monotonic() - started
         return Outcome(running, "succeeded", value, duration=duration, recorded=True)
+
+    def _committed_anyway(self, job: Job) -> dict[str, Any] | None:
+        """After a connection broke at COMMIT, read whether the commit happened all the same."""
+        with contextlib.suppress(Error):
+            connections[self.using].close()
+        with contextlib.suppress(Error):
+            rows = Job.objects.using(self.using).filter(
+                pk=job.pk, owner=job.owner, attempts=job.attempts, status=JobStatus.SUCCEEDED
+            )
+            return rows.values("return_value").first()
+        return None
 
     async def _run_async(self, running: Running, task: Task) -> Outcome:
         context = self._start(running, task)
@@ -174,7 +197,8 @@ class Executor:
             return Outcome(
                 running, "succeeded", to_json(value), duration=time.monotonic() - started
             )
-        except BaseException:
+        except BaseException as raised:
+            error = raised
             if deadline.expired():
                 error = JobTimedOut(f"Timed out after {running.job.timeout_seconds} s.")
             return failure(running, task, error, started)
@@ -183,6 +207,19 @@ class Executor:
         running.started_at = time.monotonic()
         result = build_result(running.job, task_for_job(task, running.job), self.backend_alias)
         return JobContext(task_result=result, cancel_event=running.cancel_event)
+
+
+def close_dead_connections() -> None:
+    """Close this thread's connections that died since its last job, before the task runs.
+
+    A job thread keeps its connection between jobs (CONN_MAX_AGE), and the server may have
+    dropped it meanwhile (a restart, ``KILL``, ``wait_timeout``): without this check the next
+    task's first query fails and spends an attempt. One ping per job, only on threads that
+    hold a connection (what CONN_HEALTH_CHECKS does for a request).
+    """
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and not connection.is_usable():
+            connection.close()
 
 
 def failure(running: Running, task: Task | None, error: BaseException, started: float) -> Outcome:
