@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 PREFIX = "SKIPQUEUE_"
 
@@ -79,11 +81,26 @@ class SkipQueueSettings:
     PAUSE_CACHE_SECONDS: float = 1.0
 
 
+_current: list[SkipQueueSettings] = []
+
+
 def get_settings() -> SkipQueueSettings:
-    """Return the current settings; read at call time so override_settings works."""
-    overrides = {
-        f.name: getattr(settings, PREFIX + f.name)
-        for f in fields(SkipQueueSettings)
-        if hasattr(settings, PREFIX + f.name)
-    }
-    return SkipQueueSettings(**overrides)
+    """Return the current settings, read on first use and again after any setting changes.
+
+    Reading them costs more than a claim's own Python work, and workers ask on every loop;
+    ``setting_changed`` (override_settings) clears the copy.
+    """
+    if not _current:
+        overrides = {
+            f.name: getattr(settings, PREFIX + f.name)
+            for f in fields(SkipQueueSettings)
+            if hasattr(settings, PREFIX + f.name)
+        }
+        _current[:] = [SkipQueueSettings(**overrides)]
+    return _current[0]
+
+
+@receiver(setting_changed)
+def _forget(*, setting: str, **kwargs: object) -> None:
+    if setting.startswith(PREFIX):
+        _current.clear()

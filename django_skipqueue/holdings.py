@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.db import Error, transaction
+from django.db import Error
 
 from . import heartbeat, outcomes
 from .dbretry import retry_whole_transaction
@@ -20,6 +20,7 @@ from .executor import Outcome, Running
 from .lifecycle import log_outcome, send_finished
 from .metrics import Metrics
 from .models import Job
+from .shorttxn import short_transaction
 
 logger = logging.getLogger("django_skipqueue.worker")
 T = TypeVar("T")
@@ -78,7 +79,7 @@ class Holdings:
             return answer
 
         def together() -> tuple[list[bool], T | None]:
-            with transaction.atomic(using=self.using):
+            with short_transaction(self.using):
                 return outcomes.write(batch), along() if along is not None else None
 
         try:

@@ -103,7 +103,10 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
         # CPU than the database spent on the claim; and a short transaction saves MySQL
         # the two autocommit switches of atomic() (shorttxn.py).
         lock = statements.cached(self.db, ("claim-lock", limit), lambda: self._lock(limit))
-        with short_transaction(self.db):
+        # Inside a caller's transaction (a worker commits its finished jobs with its next
+        # claim) no savepoint: half a claim is worth nothing, and a failed claim fails the
+        # caller's transaction, as Django's atomic(savepoint=False) documents.
+        with short_transaction(self.db, savepoint=False):
             ids: list[int] = statements.fetch_values(self.db, lock, [queue_name])
             if ids:
                 shape = ("claim-mark", len(ids), lease is None)

@@ -20,20 +20,20 @@ logger = logging.getLogger(__name__)
 
 
 @contextmanager
-def short_transaction(using: str) -> Iterator[None]:
+def short_transaction(using: str, *, savepoint: bool = True) -> Iterator[None]:
     """Run the block in one transaction; ``transaction.atomic()`` wherever it is not MySQL.
 
-    Also falls back to ``atomic()`` inside the caller's transaction (a savepoint then) and
+    Also falls back to ``atomic(savepoint=savepoint)`` inside the caller's transaction and
     when autocommit is off, so nesting behaves exactly as Django documents.
     """
     connection = connections[using]
     if connection.vendor != "mysql" or connection.in_atomic_block:
-        with transaction.atomic(using=using):
+        with transaction.atomic(using=using, savepoint=savepoint):
             yield
         return
     connection.ensure_connection()
     if not connection.get_autocommit():
-        with transaction.atomic(using=using):
+        with transaction.atomic(using=using, savepoint=savepoint):
             yield
         return
     with connection.cursor() as cursor:
