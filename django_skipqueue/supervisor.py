@@ -64,6 +64,8 @@ def default_maintenance(using: str, runner: str) -> MaintenanceLoop | None:
 
 @dataclass
 class Child:
+    """A forked worker process: its slot (for restarts), pid, owner id and start time."""
+
     slot: int
     pid: int
     owner: str
@@ -109,6 +111,7 @@ class Supervisor:
             self._spawn(slot)
         while self.children or self.restarts:
             self._turn()
+        self._reclaim()  # once more, in case the database was down at the last exit
         self._database(lambda: heartbeat.mark_stopped(self.owner, self.using))
         log_summary(self)
         return 1 if self.killed else 0
