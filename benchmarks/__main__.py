@@ -64,8 +64,17 @@ def run(args: argparse.Namespace) -> int:
     }
     ctx.say(f"load {facts['machine']['load_average']}, other runs: {facts['busy'] or 'none'}")
     for name in [name for name in args.only.split(",") if name]:
-        began = time.monotonic()
+        began, load, busy = (
+            time.monotonic(),
+            machine.machine()["load_average"],
+            machine.busy_processes(),
+        )
         result = SCENARIOS[name](ctx)
+        result["conditions"] = {
+            "load_average": load,
+            "other_runs": len(busy),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        }
         result["elapsed_s"] = time.monotonic() - began
         save_raw(name, result, args.quick)
         ctx.say(f"{name}: done in {result['elapsed_s']:.0f} s")

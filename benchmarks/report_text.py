@@ -23,7 +23,7 @@ Reproduce every figure with one command (it creates the peers' virtualenv and da
 
 ```console
 $ pip install -e '.[bench]'
-$ python -m benchmarks run            # everything, 3 runs per figure (about 40 minutes)
+$ python -m benchmarks run            # everything, 3 runs per figure (about 50 minutes)
 $ python -m benchmarks run --quick    # a smoke run of every scenario (a few minutes)
 ```
 
@@ -64,6 +64,15 @@ def scenario_notes(name: str, result: dict) -> str:
     title, _, body = doc.partition("\n\n")
     heading = title.split(":", 1)
     number, text = heading[0], heading[1].strip() if len(heading) > 1 else ""
-    seconds = result.get("elapsed_s")
-    took = f"\n\n*This scenario took {seconds / 60:.1f} minutes.*" if seconds else ""
+    seconds, when = result.get("elapsed_s"), result.get("conditions") or {}
+    took = (
+        f"\n\n*Run {when.get('started', '?')} UTC, {seconds / 60:.1f} minutes" if seconds else ""
+    )
+    if took and when:
+        took += (
+            f"; load average at its start {when['load_average']}, "
+            f"{when['other_runs']} other test or worker processes.*"
+        )
+    elif took:
+        took += ".*"
     return f"## {number}: {text}\n\n{' '.join(body.split())}{took}"

@@ -109,7 +109,7 @@ def shapes(ctx: Context) -> list[Shape]:
 
 def run(ctx: Context) -> dict[str, object]:
     count = ctx.scale(20_000, 2_000)
-    cap = ctx.scale(25, 5)
+    cap = ctx.scale(12, 5)
     systems = ctx.chosen(("ours", "raw", "tasksdb", "ox", "q2", "celery"))
     backlogs = {system.name: fill(ctx, system, count) for system in systems}
     runs: dict[str, dict[str, list[dict]]] = {}

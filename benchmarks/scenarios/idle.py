@@ -15,11 +15,11 @@ from benchmarks.harness import Context, interleaved
 from benchmarks.procs import Fleet, server_cpu_seconds
 from benchmarks.stats import summary
 
-SETTLE = 8.0
+SETTLE = 6.0
 
 
 def run(ctx: Context) -> dict[str, object]:
-    window = ctx.scale(30, 5)
+    window = ctx.scale(15, 5)
     systems = ctx.chosen(("ours", "raw", "tasksdb", "ox", "q2", "celery"))
     runs: dict[str, list[dict]] = {}
     for rep, _, system in interleaved(ctx.reps, [None], systems):

@@ -111,7 +111,7 @@ def _pairs(path: Path) -> list[tuple[str, float]]:
 
 def loads(ctx: Context) -> list[tuple[str, float, float]]:
     """(label, jobs per second, seconds): idle workers, then two steady loads."""
-    seconds = ctx.scale(10, 3)
+    seconds = ctx.scale(8, 3)
     return [("idle", 2.0, seconds * 1.5), ("50/s", 50.0, seconds), ("200/s", 200.0, seconds)]
 
 
