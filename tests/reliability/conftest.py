@@ -18,20 +18,44 @@ import pytest
 from django.db import connection
 
 from tests.reliability.audit import JobRow, job_rows
+from tests.reliability.procs import Supervisor
 from tests.reliability.procs import child_env as make_env
+from tests.reliability.proxy import FaultProxy
 from tests.reliability.server import PrivateMariaDB
 
 PRIVATE_DATABASE = "reliability"
 
 
+@pytest.fixture(autouse=True)
+def no_worker_left_behind() -> Iterator[None]:
+    yield
+    Supervisor.stop_all()
+
+
 @pytest.fixture
 def rel_env(test_database_url: str) -> Callable[..., dict[str, str]]:
-    """Build a child environment on the test database with SKIPQUEUE_* overrides."""
+    """Build a child environment on the test database with SKIPQUEUE_* overrides.
 
-    def build(**settings: Any) -> dict[str, str]:
-        return make_env(test_database_url, **settings)
+    ``port``: connect through a fault proxy listening there instead of to the server.
+    """
+
+    def build(*, port: int | None = None, **settings: Any) -> dict[str, str]:
+        url = test_database_url
+        if port is not None:
+            server_port = connection.settings_dict["PORT"] or 3306
+            url = url.replace(f":{server_port}/", f":{port}/")
+        return make_env(url, **settings)
 
     return build
+
+
+@pytest.fixture
+def proxy(transactional_db: None) -> Iterator[FaultProxy]:
+    """A fault proxy in front of the test database's server."""
+    settings = connection.settings_dict
+    relay = FaultProxy(int(settings["PORT"] or 3306), settings["HOST"] or "127.0.0.1")
+    yield relay
+    relay.close()
 
 
 class PrivateDatabase:

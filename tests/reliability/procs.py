@@ -42,9 +42,16 @@ def manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
 
 
 class Supervisor:
-    """``manage.py runworkers`` as a child process, its log in a file."""
+    """``manage.py runworkers`` as a child process, its log in a file.
+
+    Every instance is remembered until stopped, so that a failing test leaves no worker
+    behind to claim the next test's jobs (see ``stop_all``).
+    """
+
+    started: list[Supervisor] = []
 
     def __init__(self, env: dict[str, str], log: Path, *args: str, prefix: tuple = ()) -> None:
+        Supervisor.started.append(self)
         self.log_path = log
         self._log = log.open("a")
         self.process = subprocess.Popen(
@@ -72,7 +79,8 @@ class Supervisor:
             self._log.flush()
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def stop(self, signum: int = signal.SIGQUIT, timeout: float = 15) -> int | None:
@@ -90,6 +98,11 @@ class Supervisor:
             kill_quietly(pid, signal.SIGKILL)
         self._log.close()
         return self.process.returncode
+
+    @classmethod
+    def stop_all(cls) -> None:
+        while cls.started:
+            cls.started.pop().stop()
 
 
 def children(pid: int) -> list[int]:
