@@ -26,7 +26,7 @@ def draw(results: dict[str, Any], quick: bool) -> dict[str, str]:
             path = folder / f"{name}.svg"
             fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
             plt.close(fig)
-            made[name] = f"{folder.name}/{path.name}"
+            made[name] = path.name if quick else f"{folder.name}/{path.name}"
     return made
 
 

@@ -25,8 +25,8 @@ def rows(results: dict) -> list[list[str]]:
             return
         met = value >= goal if higher else value <= goal
         gap = value / goal if goal else 0
-        verdict = "met" if met else f"missed ({gap:.2f}× the target)"
-        found.append([target, f"{value:,.2f}{unit}", verdict])
+        verdict = "met" if met else f"missed ({gap:.3f}× the target)"
+        found.append([target, f"{value:,.3f}{unit}", verdict])
 
     drain = results.get("drain", {})
     for shape in ("4x1", "4x4"):

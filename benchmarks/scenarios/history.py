@@ -4,7 +4,8 @@ The finished rows (succeeded a day ago) sit in the same table and queue as the r
 The claim index leads with the status, so a claim should neither read nor lock them: its
 time and the index records it reads (MariaDB Handler_read_* deltas) should not grow.
 The history is added in steps (0, then to 100k, then to 1M); at each size, each repetition
-refills the ready jobs and times ``CLAIMS`` claims of ``LIMIT`` jobs.
+refills the ready jobs and times 300 claims of 10 jobs, in one process. The history cannot
+be interleaved (it only grows), so the sizes run one after the other.
 """
 
 from __future__ import annotations
