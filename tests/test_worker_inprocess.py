@@ -67,6 +67,14 @@ def test_failures_are_retried_then_fail_with_every_attempts_error(close_thread_c
     assert job(doomed).attempts == 2 and len(doomed.worker_ids) == 2
 
 
+def test_an_async_task_that_raises_is_retried_then_fails(close_thread_connections):
+    result = wt.async_fail.enqueue()
+    run_worker()
+    row = job(result)
+    assert (row.status, row.attempts) == ("failed", 2)
+    assert [e["exception_class_path"] for e in row.errors] == ["builtins.LookupError"] * 2
+
+
 def test_a_retry_with_backoff_is_scheduled_with_jitter(close_thread_connections):
     result = wt.fail_with_backoff.enqueue()
     run_worker()

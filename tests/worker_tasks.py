@@ -85,6 +85,11 @@ async def async_overrun(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
+@task(max_attempts=2, retry_backoff=0)
+async def async_fail() -> None:
+    raise LookupError("async failure")
+
+
 @task
 async def async_add(a: int, b: int) -> int:
     import asyncio
