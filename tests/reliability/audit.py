@@ -46,6 +46,9 @@ class Audit:
     duplicated_jobs: int = 0
     #: Duplicates explained by a dead owner / an expired lease, per error class.
     causes: dict[str, int] = field(default_factory=dict)
+    #: Jobs that needed more than one attempt, and the errors their attempts ended with.
+    reattempted: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
     #: Problems found: unexplained duplicates, same attempt twice, succeeded without a row.
     problems: list[str] = field(default_factory=list)
 
@@ -59,6 +62,8 @@ class Audit:
             "duplicates": self.duplicates,
             "duplicated_jobs": self.duplicated_jobs,
             "causes": dict(self.causes),
+            "reattempted": self.reattempted,
+            "errors": dict(self.errors),
             "problems": self.problems[:20],
         }
 
@@ -78,8 +83,14 @@ def audit(
     expected_ids: Iterable[int] | None = None,
     killed_owners: set[str] | None = None,
     effects_once: bool = False,
+    task_errors: bool = False,
 ) -> Audit:
-    """Check every job and ledger row (``effects_once``: any duplicate is a problem)."""
+    """Check every job and ledger row.
+
+    ``effects_once``: any duplicate is a problem (transactional tasks). ``task_errors``: a
+    duplicate may also follow an attempt that failed with an error of its own, such as a
+    database outage that hid whether the task's write had committed (retried by design).
+    """
     result = Audit(enqueued=len(jobs))
     by_job: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for job_id, attempt, worker in ledger:
@@ -91,7 +102,8 @@ def audit(
         result.lost += len(missing)
         result.problems += [f"job {pk} has no row" for pk in sorted(missing)[:5]]
     for job in jobs:
-        _check_job(job, sorted(by_job.get(job.id, [])), result, killed_owners, effects_once)
+        rows = sorted(by_job.get(job.id, []))
+        _check_job(job, rows, result, killed_owners, effects_once, task_errors)
     return result
 
 
@@ -101,11 +113,16 @@ def _check_job(
     result: Audit,
     killed_owners: set[str] | None,
     effects_once: bool,
+    task_errors: bool,
 ) -> None:
     if job.status not in FINAL:
         result.lost += 1
         result.problems.append(f"job {job.id} ended {job.status}")
         return
+    result.reattempted += job.attempts > 1
+    for error in job.errors:
+        name = error.get("exception_class_path", "?").rpartition(".")[2]
+        result.errors[name] = result.errors.get(name, 0) + 1
     result.succeeded += job.status == "succeeded"
     result.failed += job.status == "failed"
     if job.status == "succeeded" and not rows:
@@ -123,6 +140,8 @@ def _check_job(
         if job.status == "succeeded" and attempt == job.attempts:
             continue  # the execution that finished the job
         cause = _lost_lease_cause(job, worker, killed_owners)
+        if cause is None and task_errors and attempt <= len(job.errors):
+            cause = job.errors[attempt - 1]["exception_class_path"].rpartition(".")[2]
         if cause is None:
             result.problems.append(f"job {job.id}: attempt {attempt} by {worker} unexplained")
         else:

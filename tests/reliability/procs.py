@@ -41,6 +41,17 @@ def manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
     return done.stdout
 
 
+def manage_module(env: dict[str, str], module: str, *args: str, timeout: float = 300) -> str:
+    """Run ``python -m module`` (a helper such as the producer) to completion."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise AssertionError(f"{module} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
 class Supervisor:
     """``manage.py runworkers`` as a child process, its log in a file.
 

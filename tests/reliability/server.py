@@ -64,7 +64,9 @@ class PrivateMariaDB:
             f"--pid-file={self.base / 'pid'}", f"--log-error={self.base / 'err.log'}",
             *SERVER_OPTIONS,
         ]  # fmt: skip
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         self._wait_until_up(60)
         return self
 

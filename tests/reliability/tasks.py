@@ -95,3 +95,11 @@ async def async_explode() -> None:
 def record(context: TaskContext, label: str = "") -> int:
     """The plain ledger task, for rows written by hand (see test_security)."""
     return write_ledger(context, label)
+
+
+@task(takes_context=True, retry_backoff=0.5, max_attempts=3)
+def flaky(context: TaskContext, label: str = "") -> int:
+    """Fail the first attempt (before any effect), succeed on the retry (scheduled, promoted)."""
+    if context.attempt == 1:
+        raise ConnectionError("the first attempt always fails")
+    return write_ledger(context, label)
