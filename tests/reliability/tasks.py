@@ -103,3 +103,10 @@ def flaky(context: TaskContext, label: str = "") -> int:
     if context.attempt == 1:
         raise ConnectionError("the first attempt always fails")
     return write_ledger(context, label)
+
+
+@task(takes_context=True, transactional=True)
+def slow_order(context: TaskContext, label: str = "") -> int:
+    """A transactional task that takes a while: its effect and completion commit together."""
+    time.sleep(0.3)
+    return write_ledger(context, label)
