@@ -11,7 +11,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 
 install_system_packages() {
     local wanted=(pkg-config libmariadb-dev gcc)
-    [[ "$EXTRAS" == *test* ]] && wanted+=(chromium)
+    [[ "$EXTRAS" == *test* ]] && wanted+=(chromium faketime)
     local missing=()
     for pkg in "${wanted[@]}"; do
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

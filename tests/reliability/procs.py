@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -72,9 +71,14 @@ class Supervisor:
             stderr=subprocess.STDOUT,
         )
 
+        self.wrapped = bool(prefix)
+
     @property
     def pid(self) -> int:
-        return self.process.pid
+        """The runworkers supervisor's pid (under a wrapper such as faketime: its child)."""
+        if not self.wrapped:
+            return self.process.pid
+        return wait_for(lambda: children(self.process.pid), 30)[0]
 
     def workers(self) -> list[int]:
         """The live worker processes (children of the supervisor)."""
@@ -96,10 +100,11 @@ class Supervisor:
 
     def stop(self, signum: int = signal.SIGQUIT, timeout: float = 15) -> int | None:
         """Stop the supervisor and make sure no worker outlives it (teardown)."""
-        workers = self.workers()
+        supervisor = children(self.process.pid) if self.wrapped else [self.process.pid]
+        workers = [pid for parent in supervisor for pid in children(parent)]
         if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.send_signal(signum)
+            for pid in supervisor:
+                kill_quietly(pid, signum)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:

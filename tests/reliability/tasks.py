@@ -10,12 +10,18 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
 from django.tasks import TaskContext, task
 
 from tests.worker_tasks import write_ledger
+
+
+def pause(seconds: float) -> None:
+    """Sleep without time.sleep(), which libfaketime breaks (see test_clock.py)."""
+    threading.Event().wait(seconds)
 
 
 def _hold(context: TaskContext, started: str, proceed: str, seconds: float) -> None:
@@ -26,7 +32,7 @@ def _hold(context: TaskContext, started: str, proceed: str, seconds: float) -> N
         Path(started).touch()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and not (proceed and Path(proceed).exists()):
-        time.sleep(0.02)
+        pause(0.02)
 
 
 @task(takes_context=True, retry_backoff=0)
@@ -78,7 +84,7 @@ def crash() -> None:
 @task(max_attempts=2, retry_backoff=0, timeout=1)
 def hang() -> None:
     """Never return (a thread cannot be killed: the worker process is recycled)."""
-    time.sleep(3600)
+    pause(3600)
 
 
 @task(max_attempts=2, retry_backoff=0, timeout=1)
@@ -108,5 +114,5 @@ def flaky(context: TaskContext, label: str = "") -> int:
 @task(takes_context=True, transactional=True)
 def slow_order(context: TaskContext, label: str = "") -> int:
     """A transactional task that takes a while: its effect and completion commit together."""
-    time.sleep(0.3)
+    pause(0.3)
     return write_ledger(context, label)
