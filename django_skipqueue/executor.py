@@ -27,7 +27,7 @@ from . import transitions
 from .backend import SkipQueueBackend
 from .context import JobContext
 from .dbretry import retry_whole_transaction
-from .exceptions import JobCancelled, JobTimedOut
+from .exceptions import InvalidPayload, JobCancelled, JobTimedOut
 from .models import Job, JobStatus
 from .results import build_result, task_for_job
 from .retries import error_record, message_record, retry_delay
@@ -262,6 +262,13 @@ def to_json(value: Any) -> Any:
 
 
 def _arguments(task: Task, context: JobContext, job: Job) -> list[Any]:
+    # A row written behind the backend's back must not run with arguments nobody gave it
+    # (list() of an object would pass its keys).
+    if not isinstance(job.args, list) or not isinstance(job.kwargs, dict):
+        raise InvalidPayload(
+            f"Job {job.pk} has args of type {type(job.args).__name__} and kwargs of type "
+            f"{type(job.kwargs).__name__}: a JSON array and a JSON object are expected."
+        )
     return [context, *job.args] if task.takes_context else list(job.args)
 
 
