@@ -10,6 +10,7 @@ from .lifecycle import IdleBackoff
 from .metrics import Metrics
 from .models import Job
 from .options import WorkerOptions
+from .pausing import unpaused
 
 #: A burst worker waits for retries and deferred jobs due within this many seconds.
 BURST_HORIZON = 10.0
@@ -52,6 +53,8 @@ class Claimer:
 
     def claim_from(self, queue_name: str, limit: int) -> list[Job]:
         """Claim up to ``limit`` jobs of one queue, timing the claim query."""
+        if not unpaused([queue_name], self.using):
+            return []  # no query is made: it must not count as a (very fast) claim query
         began = time.perf_counter()
         got = Job.objects.db_manager(self.using).claim(
             [queue_name], limit=limit, owner=self.owner, lease=self.options.lease

@@ -79,6 +79,10 @@ class SkipQueueSettings:
     HEALTH_MAX_REAPER_AGE: float = 60.0
     #: Seconds a worker trusts its list of paused queues before reading it again.
     PAUSE_CACHE_SECONDS: float = 1.0
+    #: Seconds the per-minute counters and the rows of stopped or stale workers are kept.
+    METRICS_RETENTION_SECONDS: float = 86_400.0
+    #: Seconds between two prunes of old counters and worker rows by the maintenance loop.
+    PRUNE_INTERVAL: float = 300.0
 
 
 _current: list[SkipQueueSettings] = []

@@ -1,4 +1,4 @@
-"""The maintenance loop: promote, reap and (optionally) purge, each on its own timer.
+"""The maintenance loop: promote, reap, prune and (optionally) purge, each on its own timer.
 
 ``runworkers`` runs one in its supervisor and ``skipqueue_reap --interval`` runs one alone.
 Several can run at once (one per supervisor): every step locks its work with SKIP LOCKED.
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from django.db import DatabaseError, close_old_connections
 
 from .conf import get_settings
+from .prune import prune_metrics
 from .purge import Purge, PurgeOptions
 from .reaper import promote, reap, runner_id
 
@@ -58,6 +59,7 @@ class Maintenance:
         self.timers = [
             Timer("promote", promote_interval or config.PROMOTE_INTERVAL, self.promote),
             Timer("reap", reap_interval or config.REAP_INTERVAL, self.reap),
+            Timer("prune", config.PRUNE_INTERVAL, self.prune),
         ]
         if self.purge_interval:
             self.timers.append(Timer("purge", self.purge_interval, self.purge))
@@ -67,6 +69,9 @@ class Maintenance:
 
     def reap(self) -> int:
         return reap(self.using, runner=self.runner).reclaimed
+
+    def prune(self) -> int:
+        return prune_metrics(self.using)
 
     def purge(self) -> int:
         """Purge by the retention settings, a slice of at most a few seconds per turn.

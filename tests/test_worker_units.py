@@ -114,3 +114,22 @@ def test_percentile_of_a_single_bucket_is_its_bound(fraction):
     histogram = empty_histogram()
     histogram[3] = 5
     assert histogram_percentile(histogram, fraction) == CLAIM_LATENCY_BUCKETS_MS[3]
+
+
+@pytest.mark.django_db
+def test_a_paused_queue_costs_no_claim_query_and_counts_none():
+    from django_skipqueue import pausing
+    from django_skipqueue.claiming import Claimer
+    from django_skipqueue.options import WorkerOptions
+    from tests.tasks import noop
+
+    noop.enqueue()
+    noop.using(queue_name="emails").enqueue()
+    pausing.pause("emails")
+    pausing.forget()
+    metrics = Metrics()
+    claimer = Claimer(WorkerOptions(queues=("emails", "default")), "w", metrics)
+    claimed = claimer.claim(5, lambda claim: claim())
+    assert [job.queue_name for job in claimed] == ["default"]
+    assert metrics.totals["claim_queries"] == 1
+    assert "emails" not in {queue for _, queue, _ in metrics.dirty_rows()}
