@@ -31,7 +31,7 @@ pytestmark = [
 SCENARIOS = {
     # task, jobs, one effect per job
     "record": (record, 10_000, False),
-    "transactional": (worker_tasks.slow_record_tx, 3_000, True),
+    "transactional": (worker_tasks.slow_record_tx, 4_000, True),
 }
 
 
@@ -79,7 +79,7 @@ def test_random_kill_9_loses_nothing_and_explains_every_duplicate(
         env, tmp_path / "runworkers.log",
         "--processes", "3", "--threads", "4", "--burst", "--queues", "default",
     )  # fmt: skip
-    killer = Killer(supervisor, every=(1.0, 2.5), limit=12)
+    killer = Killer(supervisor, every=(0.5, 1.5), limit=12)
     try:
         supervisor.wait_for_workers(3)
         killer.start()
@@ -102,9 +102,6 @@ def test_random_kill_9_loses_nothing_and_explains_every_duplicate(
     )
     figures.update(
         scenario=scenario, jobs=count, kills=len(killer.killed), seconds=round(elapsed, 1),
-        reclaimed=sum(WorkerProcess.objects.filter(role="supervisor").values_list(
-            "reclaimed", flat=True)),
-        reattempted=Job.objects.filter(attempts__gt=1).count(),
         **result.as_dict(),
     )  # fmt: skip
     assert result.problems == []
