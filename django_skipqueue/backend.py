@@ -70,7 +70,7 @@ class SkipQueueBackend(BaseTaskBackend):
         race-free; the rest go in batches.
         """
         calls = list(calls)
-        for task, _, _ in calls:
+        for task in {id(task): task for task, _, _ in calls}.values():
             self.validate_task(task)
         config, now = get_settings(), timezone.now()
         jobs = [build_job(task, a, kw, config=config, now=now) for task, a, kw in calls]

@@ -26,9 +26,8 @@ def insert_rows(jobs: Sequence[Job], using: str) -> None:
         return
     connection = connections[using]
     fields = insert_fields()
-    rows = _prepared_rows(jobs, fields, connection)
-    constant = [all(row[i] == rows[0][i] for row in rows) for i in range(len(fields))]
-    sql, params = _statement(fields, rows, constant, connection)
+    columns = [_column(field, jobs, connection) for field in fields]
+    sql, params = _statement(fields, columns, len(jobs), connection)
     returning = connection.features.can_return_rows_from_bulk_insert
     with connection.cursor() as cursor:
         cursor.execute(sql + (" RETURNING `id`" if returning else ""), params)
@@ -47,42 +46,50 @@ def insert_fields() -> list[Field[Any, Any]]:
     ]
 
 
-def _prepared_rows(
-    jobs: Sequence[Job], fields: list[Field[Any, Any]], connection: Any
-) -> list[list[Any]]:
-    memo: dict[tuple[int, type, Hashable], Any] = {}
-    rows = []
-    for job in jobs:
-        row = []
-        for index, field in enumerate(fields):
-            value = getattr(job, field.attname)
-            # Empty JSON lists and dicts (no errors yet, no kwargs) are the common case.
-            key = (index, type(value), () if value == [] or value == {} else value)
-            try:
-                prepared = memo.get(key, _MISSING)
-            except TypeError:  # unhashable: a JSON list or dict with content
-                row.append(field.get_db_prep_save(value, connection))
-                continue
-            if prepared is _MISSING:
-                prepared = memo[key] = field.get_db_prep_save(value, connection)
-            row.append(prepared)
-        rows.append(row)
-    return rows
+#: A column's values: one prepared value shared by every row, or one per row.
+Column = tuple[bool, Any]
+
+
+def _column(field: Field[Any, Any], jobs: Sequence[Job], connection: Any) -> Column:
+    """Prepare one column, column-wise: once if every job has the same value."""
+    values = [getattr(job, field.attname) for job in jobs]
+    first = values[0]
+    if _all_same(values, first):
+        return True, field.get_db_prep_save(first, connection)
+    memo: dict[tuple[type, Hashable], Any] = {}
+    prepared = []
+    for value in values:
+        try:
+            key = (type(value), value)
+            found = memo.get(key, _MISSING)
+        except TypeError:  # a JSON list or dict: prepared every time
+            prepared.append(field.get_db_prep_save(value, connection))
+            continue
+        if found is _MISSING:
+            found = memo[key] = field.get_db_prep_save(value, connection)
+        prepared.append(found)
+    return False, prepared
+
+
+def _all_same(values: list[Any], first: Any) -> bool:
+    """Equal values of the same type; non-empty containers never count (``[1] == [True]``)."""
+    if isinstance(first, list | dict):
+        return not first and all(type(v) is type(first) and not v for v in values)
+    return all(type(v) is type(first) and v == first for v in values)
 
 
 def _statement(
-    fields: list[Field[Any, Any]], rows: list[list[Any]], constant: list[bool], connection: Any
+    fields: list[Field[Any, Any]], columns: list[Column], count: int, connection: Any
 ) -> tuple[str, list[Any]]:
     quote = connection.ops.quote_name
-    literals = [
-        _literal(connection, rows[0][i]) if same else "%s" for i, same in enumerate(constant)
-    ]
+    literals = [_literal(connection, value) if same else "%s" for same, value in columns]
     row_sql = "(" + ", ".join(literals) + ")"
-    columns = ", ".join(quote(field.column) for field in fields)
-    sql = f"INSERT INTO {quote(Job._meta.db_table)} ({columns}) VALUES " + ", ".join(
-        [row_sql] * len(rows)
+    names = ", ".join(quote(field.column) for field in fields)
+    sql = f"INSERT INTO {quote(Job._meta.db_table)} ({names}) VALUES " + ", ".join(
+        [row_sql] * count
     )
-    params = [value for row in rows for value, same in zip(row, constant, strict=True) if not same]
+    varying = [values for same, values in columns if not same]
+    params = [value for row in zip(*varying, strict=True) for value in row] if varying else []
     return sql, params
 
 

@@ -64,3 +64,24 @@ def test_every_stored_column_is_written():
     names = {field.column for field in insert_fields()}
     assert "id" not in names and "priority_rank" not in names and "active_key" not in names
     assert {"args", "kwargs", "status", "enqueued_at", "worker_ids"} <= names
+
+
+def test_values_that_compare_equal_but_differ_in_json_stay_apart():
+    """[1] == [True] == [1.0] in Python, yet each must be stored as its own JSON."""
+    jobs = [job(args=[1]), job(args=[True]), job(args=[1.0]), job(args=[1])]
+    insert_rows(jobs, "default")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT args FROM skipqueue_job WHERE id IN %s ORDER BY id", [[j.pk for j in jobs]]
+        )
+        stored_args = [row[0] for row in cursor.fetchall()]
+    assert stored_args == ["[1]", "[true]", "[1.0]", "[1]"]
+
+
+def test_a_column_the_same_in_every_row_is_written_once_and_read_back_in_each():
+    jobs = [job(queue_name="emails", args=[n], priority=3) for n in range(5)]
+    insert_rows(jobs, "default")
+    rows = Job.objects.filter(pk__in=[j.pk for j in jobs]).order_by("pk")
+    assert [(r.queue_name, r.priority, r.args) for r in rows] == [
+        ("emails", 3, [n]) for n in range(5)
+    ]
