@@ -13,17 +13,15 @@ Two kinds of fault, neither of which kills the worker process:
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 
-import MySQLdb
 import pytest
-from django.db import connection
 
 from django_skipqueue.models import Job, WorkerProcess
 from testproject.demo.models import LedgerEntry
 from tests.reliability import tasks
+from tests.reliability.control import Control
 from tests.reliability.procs import Supervisor, wait_for
 from tests.reliability.proxy import Fault
 
@@ -32,45 +30,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.mysql, pytest
 CLAIM = b"SET `status` = 'claimed'"
 COMPLETION = b"`status` = 'succeeded'"
 FAST = {"HEARTBEAT_SECONDS": 0.5, "IDLE_POLL_SECONDS": 0.2}
-
-
-class Control:
-    """A raw connection to the test database, outside Django, for locks and KILL."""
-
-    def __init__(self) -> None:
-        settings = connection.settings_dict
-        self.database = settings["NAME"]
-        self.conn = MySQLdb.connect(
-            host=settings["HOST"] or "127.0.0.1", port=int(settings["PORT"] or 3306),
-            user=settings["USER"] or "root", database=self.database,
-        )  # fmt: skip
-        self.conn.autocommit(True)
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT CONNECTION_ID()")
-            self.spared = {cursor.fetchone()[0], self.conn.thread_id()}
-
-    def execute(self, sql: str, params: list | None = None) -> list[tuple]:
-        cursor = self.conn.cursor()
-        cursor.execute(sql, params or [])
-        return list(cursor.fetchall())
-
-    def sessions(self, like: str = "%") -> list[int]:
-        """Ids of the other sessions on the test database whose statement matches ``like``."""
-        rows = self.execute(
-            "SELECT ID, INFO FROM information_schema.PROCESSLIST WHERE DB = %s "
-            "AND COALESCE(INFO, '') LIKE %s",
-            [self.database, like],
-        )
-        return [pk for pk, _ in rows if pk not in self.spared]
-
-    def kill(self, ids: list[int]) -> int:
-        for pk in ids:
-            with contextlib.suppress(MySQLdb.OperationalError):  # gone already
-                self.execute(f"KILL CONNECTION {int(pk)}")
-        return len(ids)
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 @pytest.fixture

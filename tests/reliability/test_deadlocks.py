@@ -23,8 +23,8 @@ from django_skipqueue.dbtime import DatabaseNowPlus, read_db_now
 from django_skipqueue.executor import Outcome, Running
 from django_skipqueue.models import Job, QueueMinute
 from tests.reliability.audit import audit, job_rows
+from tests.reliability.control import Control
 from tests.reliability.procs import Supervisor, wait_for
-from tests.reliability.test_connection_faults import Control
 from tests.tasks import noop
 
 pytestmark = pytest.mark.mysql
