@@ -64,17 +64,14 @@ def run(args: argparse.Namespace) -> int:
     }
     ctx.say(f"load {facts['machine']['load_average']}, other runs: {facts['busy'] or 'none'}")
     for name in [name for name in args.only.split(",") if name]:
-        began, load, busy = (
-            time.monotonic(),
-            machine.machine()["load_average"],
-            machine.busy_processes(),
-        )
-        result = SCENARIOS[name](ctx)
-        result["conditions"] = {
-            "load_average": load,
-            "other_runs": len(busy),
+        conditions = {
+            "load_average": machine.machine()["load_average"],
+            "other_runs": len(machine.busy_processes()),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         }
+        began = time.monotonic()
+        result = SCENARIOS[name](ctx)
+        result["conditions"] = conditions
         result["elapsed_s"] = time.monotonic() - began
         save_raw(name, result, args.quick)
         ctx.say(f"{name}: done in {result['elapsed_s']:.0f} s")

@@ -107,10 +107,17 @@ def _signal_group(proc: subprocess.Popen, signum: int) -> None:
 
 
 def server_cpu_seconds(name: str) -> float:
-    """CPU used so far by the server process called ``name`` (mariadbd, redis-server)."""
-    total = 0.0
-    for proc in psutil.process_iter(["name", "cpu_times"]):
-        if proc.info["name"] == name and proc.info["cpu_times"] is not None:
-            times = proc.info["cpu_times"]
-            total += times.user + times.system
-    return total
+    """CPU used so far by the long-running server called ``name`` (mariadbd, redis-server).
+
+    The oldest such process is the shared server: tests may start and stop private servers
+    of the same name meanwhile, and their CPU must not count.
+    """
+    found = [p for p in psutil.process_iter(["name", "create_time"]) if p.info["name"] == name]
+    if not found:
+        return 0.0
+    server = min(found, key=lambda proc: proc.info["create_time"])
+    try:
+        times = server.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return times.user + times.system

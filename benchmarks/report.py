@@ -74,18 +74,19 @@ def environment(env: dict, quick: bool) -> str:
         ],
         ["innodb_buffer_pool_size", f"{pool:.0f} MiB"],
         ["Redis", str(env.get("redis"))],
-        ["Load average before / after", f"{m['load_average']} / {env.get('load_after')}"],
-        ["Other test or worker runs at start", ", ".join(env.get("busy") or []) or "none"],
         [
             "Runs per figure",
             f"{env.get('reps')}{' (quick mode: smoke figures only)' if quick else ''}",
         ],
-        ["Measured", f"{env.get('started')} to {env.get('finished')} UTC"],
     ]
     versions = env.get("versions") or {}
     if versions:
         rows.append(["Peers", ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))])
-    return "## The machine and the database\n\n" + table(["", ""], rows)
+    note = (
+        "\n\nEach scenario below states when it ran, the load average at its start and how many"
+        " other test or worker processes were running then."
+    )
+    return "## The machine and the database\n\n" + table(["", ""], rows) + note
 
 
 def drain(result: dict, figure: str | None) -> str:
@@ -257,7 +258,6 @@ def idle(result: dict, figure: str | None) -> str:
         [
             LABELS[name],
             cell(f["cpu_percent"], 2),
-            cell(f["server_cpu_percent"], 2),
             cell(f["rss_mib_total"], 0),
             cell(f["processes"], 0),
         ]
@@ -270,7 +270,6 @@ def idle(result: dict, figure: str | None) -> str:
                 [
                     "System",
                     "worker CPU, % of a core",
-                    "server CPU, % of a core",
                     "RSS MiB (all processes)",
                     "processes",
                 ],

@@ -3,7 +3,9 @@
 One worker process per system with its default threads or pool, started on an empty
 queue; after a settling time its CPU is measured over a window, together with the
 resident memory (RSS) of all its processes (a supervisor and its children count
-together). The memory after a 20,000-job drain is in the drain results.
+together). The server's CPU over the window is in the raw results only: the shared server
+also served other work while idle workers were measured. The memory after a 20,000-job
+drain is in the drain results.
 """
 
 from __future__ import annotations
