@@ -8,6 +8,7 @@ lost lease changes nothing, exactly as with the single transition.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import reduce
 from operator import or_
@@ -34,7 +35,13 @@ def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool
     using, owner = jobs[0]._state.db or "default", jobs[0].owner
     if any(job.owner != owner for job in jobs):
         raise ValueError("succeed_many() records the jobs of one owner at a time.")
-    statement = statements.cached(using, ("succeed-many", len(jobs)), lambda: _compile(len(jobs)))
+    if _uniform(jobs, return_values):
+        # The usual batch: every job returned the same value on its first attempt. Plain
+        # assignments then, instead of a CASE per row that MySQL evaluates for every row.
+        key, build = ("succeed-many-same", len(jobs)), lambda: _compile(len(jobs), same=True)
+    else:
+        key, build = ("succeed-many", len(jobs)), lambda: _compile(len(jobs), same=False)
+    statement = statements.cached(using, key, build)
     values: list[Any] = [owner]
     for job, return_value in zip(jobs, return_values, strict=True):
         values += [job.pk, job.attempts, return_value, [*job.worker_ids, job.owner]]
@@ -43,19 +50,41 @@ def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool
     return _written(jobs, using)
 
 
-def _compile(count: int) -> statements.Statement:
+def _uniform(jobs: Sequence[Job], return_values: Sequence[Any]) -> bool:
+    """Tell whether every job gets the same return value and the same worker ids."""
+    first_value, first_ids = return_values[0], jobs[0].worker_ids
+    return all(
+        job.worker_ids == first_ids and _same_json(value, first_value)
+        for job, value in zip(jobs, return_values, strict=True)
+    )
+
+
+def _same_json(value: Any, other: Any) -> bool:
+    # Python says 1 == True == 1.0; JSON does not.
+    return type(value) is type(other) and (
+        value is other or json.dumps(value) == json.dumps(other)
+    )
+
+
+def _compile(count: int, *, same: bool) -> statements.Statement:
     """Build the UPDATE for ``count`` jobs with the ORM; slot 0 is the owner, then 4 per job."""
     ids = [slot_int(1 + 4 * i) for i in range(count)]
     fence = reduce(or_, (Q(pk=pk, attempts=slot_int(2 + 4 * i)) for i, pk in enumerate(ids)))
     rows = Job.objects.filter(fence, status=CLAIMED, owner=slot_str(0))
     fields = {
         "status": JobStatus.SUCCEEDED,
-        "return_value": _per_row(ids, 3),
-        "worker_ids": _per_row(ids, 4),
+        "return_value": _json(3) if same else _per_row(ids, 3),
+        "worker_ids": _json(4) if same else _per_row(ids, 4),
         "lease_until": None,
         "finished_at": DatabaseNow(),
     }
-    return statements.compile_update(rows, fields, 1 + 4 * count)
+    # In the uniform statement the first job's values stand for every job's.
+    unused = [slot for i in range(1, count) for slot in (3 + 4 * i, 4 + 4 * i)] if same else []
+    return statements.compile_update(rows, fields, 1 + 4 * count, unused=unused)
+
+
+def _json(slot: int) -> Cast:
+    return Cast(Value(slot_json(slot)), JSONField())
 
 
 def _per_row(ids: list[int], offset: int) -> Case:

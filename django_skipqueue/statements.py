@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,14 +98,18 @@ def compile_select(queryset: QuerySet[Any, Any], slot_count: int) -> Statement:
 
 
 def compile_update(
-    queryset: QuerySet[Any, Any], fields: dict[str, Any], slot_count: int
+    queryset: QuerySet[Any, Any],
+    fields: dict[str, Any],
+    slot_count: int,
+    *,
+    unused: Iterable[int] = (),
 ) -> Statement:
-    """Compile ``queryset.update(**fields)`` without running it."""
+    """Compile ``queryset.update(**fields)`` without running it (``unused``: slots it skips)."""
     query: UpdateQuery = queryset.query.chain(UpdateQuery)  # type: ignore[assignment]
     query.add_update_values(fields)
     query.annotations = {}
     sql, params = query.get_compiler(queryset.db).as_sql()
-    return Statement(sql, tuple(params), _find_slots(params, slot_count))
+    return Statement(sql, tuple(params), _find_slots(params, slot_count, set(unused)))
 
 
 def execute(using: str, statement: Statement, values: Sequence[Any]) -> int:
@@ -137,7 +141,9 @@ def fetch_models[M: Model](
     return [model.from_db(using, names, row) for row in converted]
 
 
-def _find_slots(params: Sequence[Any], slot_count: int) -> tuple[Slot | None, ...]:
+def _find_slots(
+    params: Sequence[Any], slot_count: int, unused: set[int] | None = None
+) -> tuple[Slot | None, ...]:
     markers: dict[tuple[type, Any], Slot] = {}
     for index in range(slot_count):
         for marker in (slot_int(index), slot_str(index), slot_float(index)):
@@ -145,6 +151,7 @@ def _find_slots(params: Sequence[Any], slot_count: int) -> tuple[Slot | None, ..
         markers[(str, slot_json(index))] = Slot(index, as_json=True)
     found = tuple(_match(markers, param) for param in params)
     missing = set(range(slot_count)) - {slot.index for slot in found if slot is not None}
+    missing -= unused or set()
     if missing:
         raise AssertionError(f"Slots {sorted(missing)} not found in the compiled parameters.")
     return found

@@ -65,3 +65,23 @@ def test_a_slot_missing_from_the_compiled_statement_is_an_error():
     queryset = Job.objects.filter(owner=statements.slot_str(0))
     with pytest.raises(AssertionError, match=r"Slots \[1\]"):
         statements.compile_select(queryset, 2)
+
+
+def test_a_batch_with_one_shared_result_uses_no_case_and_keeps_the_fence(backend):
+    first, second, third = claim(backend, 3)
+    Job.objects.filter(pk=second.pk).update(owner="w2", attempts=2)
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        written = completions.succeed_many([first, second, third], [None, None, None])
+    assert written == [True, False, True]
+    update = next(q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("UPDATE"))
+    assert "CASE" not in update.upper()
+    rows = Job.objects.in_bulk([first.pk, third.pk])
+    assert all(row.worker_ids == ["w1"] and row.return_value is None for row in rows.values())
+
+
+def test_results_equal_in_python_but_not_in_json_are_kept_apart(backend):
+    jobs = claim(backend, 3)
+    with transaction.atomic():
+        completions.succeed_many(jobs, [1, True, 1.0])
+    stored = [Job.objects.get(pk=job.pk).return_value for job in jobs]
+    assert [(type(v), v) for v in stored] == [(int, 1), (bool, True), (float, 1.0)]
