@@ -5,7 +5,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-EXTRAS="${SKIPQUEUE_EXTRAS:-test,docs}"
+EXTRAS="${SKIPQUEUE_EXTRAS:-test,docs,bench}"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
