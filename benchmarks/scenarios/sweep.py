@@ -32,6 +32,9 @@ def run(ctx: Context) -> dict[str, object]:
         agent(system, "enqueue", "bulk", str(count))
         result = _cycle(system.name, size, mode)
         runs.setdefault(f"{size}/{mode}", {}).setdefault(system.name, []).append(result)
+        if result.get("error"):
+            ctx.say(f"sweep B={size} {mode} rep {rep + 1} {system.label}: failed")
+            continue
         ctx.say(
             f"sweep B={size} {mode} rep {rep + 1} {system.label}: "
             f"{result['jobs_per_s']:.0f} jobs/s, {result['cpu_ms_per_job']:.3f} ms CPU/job"
@@ -40,7 +43,8 @@ def run(ctx: Context) -> dict[str, object]:
     table: dict[str, dict[str, dict]] = {
         config: {
             name: {
-                key: summary([r[key] for r in results]) for key in ("jobs_per_s", "cpu_ms_per_job")
+                key: summary([r.get(key) for r in results])
+                for key in ("jobs_per_s", "cpu_ms_per_job")
             }
             for name, results in by_system.items()
         }
@@ -67,6 +71,8 @@ def _cycle(name: str, size: int, mode: str) -> dict:
         mode,
     ]
     done = subprocess.run(
-        command, env=system.env(), capture_output=True, text=True, timeout=600, check=True
+        command, env=system.env(), capture_output=True, text=True, timeout=600, check=False
     )
+    if done.returncode != 0:
+        return {"error": done.stderr[-2000:], "jobs_per_s": None, "cpu_ms_per_job": None}
     return json.loads(done.stdout.strip().splitlines()[-1])
