@@ -103,16 +103,21 @@ class PrivateMariaDB:
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
     def _wait_until_up(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.connect().close()
-                return
-            except MySQLdb.OperationalError:
-                assert self.process is not None
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"mariadbd did not start:\n{self.error_log()}") from None
-                time.sleep(0.1)
+        wait_until_up(self, timeout)
+
+
+def wait_until_up(server: Any, timeout: float) -> None:
+    """Wait until a private ``server`` accepts a connection, or fail with its error log."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            server.connect().close()
+            return
+        except MySQLdb.OperationalError:
+            exited = server.process is not None and server.process.poll() is not None
+            if exited or time.monotonic() > deadline:
+                raise RuntimeError(f"mariadbd did not start:\n{server.error_log()}") from None
+            time.sleep(0.1)
 
 
 def replicate(primary: PrivateMariaDB, replica: PrivateMariaDB, timeout: float = 30) -> None:

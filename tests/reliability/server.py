@@ -11,7 +11,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import MySQLdb
+
+from tests.mariadb_server import free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Server options: small and quick to start, durable commits (the default), ROW binlog off.
@@ -30,12 +31,6 @@ SERVER_OPTIONS = (
     "--max-connections=400",
     "--innodb-lock-wait-timeout=10",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class PrivateMariaDB:
@@ -97,17 +92,7 @@ class PrivateMariaDB:
         shutil.rmtree(self.base, ignore_errors=True)
 
     def _wait_until_up(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.connect().close()
-                return
-            except MySQLdb.OperationalError:
-                if self.process is not None and self.process.poll() is not None:
-                    raise RuntimeError(f"mariadbd exited: {self.error_log()[-2000:]}") from None
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        wait_until_up(self, timeout)
 
     # Access.
 
