@@ -51,7 +51,8 @@ make_virtualenv() {
     local stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" | sha1sum | cut -c1-12)-${EXTRAS//,/-}"
     if [[ ! -f "$stamp" ]]; then
         log "installing the project with extras [$EXTRAS]"
-        "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]" 2>&1 | grep -v '^WARNING: Location' || true
+        "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]" >"$VENV/pip-install.log" 2>&1 \
+            || { cat "$VENV/pip-install.log" >&2; return 1; }
         "$VENV/bin/python" -c 'import django_skipqueue, MySQLdb, environ'
         touch "$stamp"
     fi
