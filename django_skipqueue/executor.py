@@ -19,7 +19,7 @@ from inspect import iscoroutinefunction
 from typing import Any
 
 from django.db import Error, close_old_connections, connections, transaction
-from django.tasks import Task
+from django.tasks import Task, TaskResult
 from django.tasks.signals import task_started
 from django.utils.json import normalize_json
 
@@ -48,6 +48,9 @@ class Running:
     abandoned: bool = False
     #: A heartbeat found the job taken over: its completion will be rejected.
     lease_lost: bool = False
+    #: The TaskResult of this attempt (for task_started and the job's context), once it began;
+    #: updated in place for task_finished.
+    result: TaskResult | None = None
 
 
 @dataclass(eq=False)
@@ -205,8 +208,9 @@ class Executor:
 
     def _start(self, running: Running, task: Task) -> JobContext:
         running.started_at = time.monotonic()
-        result = build_result(running.job, task_for_job(task, running.job), self.backend_alias)
-        return JobContext(task_result=result, cancel_event=running.cancel_event)
+        job = running.job
+        running.result = build_result(job, task_for_job(task, job), self.backend_alias)
+        return JobContext(task_result=running.result, cancel_event=running.cancel_event)
 
 
 def close_dead_connections() -> None:

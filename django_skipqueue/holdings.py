@@ -59,6 +59,17 @@ class Holdings:
         """Take an outcome from a job's thread (any thread)."""
         self.finished.put((running, outcome))
 
+    def has_finished(self) -> bool:
+        """Tell whether outcomes wait to be collected (job threads hand them over any time)."""
+        return not self.finished.empty()
+
+    def just_started(self, age: float) -> bool:
+        """Tell whether jobs still run, each begun less than ``age`` seconds ago (or not yet)."""
+        back = {outcome.job.pk for outcome in self.unrecorded}
+        running = [running for pk, running in self.held.items() if pk not in back]
+        since = time.monotonic() - age
+        return bool(running) and all(r.started_at is None or r.started_at > since for r in running)
+
     def collect(self) -> None:
         while not self.finished.empty():
             running, outcome = self.finished.get()

