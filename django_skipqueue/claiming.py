@@ -32,6 +32,10 @@ class Claimer:
     def next_claim_at(self) -> float:
         return self.idle.next_claim_at
 
+    @property
+    def backlogged(self) -> bool:
+        return self.idle.backlogged
+
     def due(self) -> bool:
         return time.monotonic() >= self.idle.next_claim_at
 

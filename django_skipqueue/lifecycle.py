@@ -44,6 +44,11 @@ class IdleBackoff:
             )
         self.next_claim_at = time.monotonic() + self.pause
 
+    @property
+    def backlogged(self) -> bool:
+        """Tell whether the last claim got every job it asked for: more are likely waiting."""
+        return self.pause == 0.0
+
     def wake(self) -> None:
         """Claim now: a producer said work arrived (the pause level is kept)."""
         self.next_claim_at = 0.0

@@ -50,23 +50,46 @@ def test_just_started_means_every_job_still_running_began_moments_ago():
     assert not holdings.just_started(0.5)  # nothing runs: nothing to wait for
 
 
-def _worker_holding_a_job_that_just_began() -> Worker:
+def _worker_with_a_job_back_and_one_about_to_start() -> tuple[Worker, list[float]]:
+    """A worker whose loop was woken by a finished job while another one is about to start."""
     worker = Worker(WorkerOptions(queues=("default",), threads=4, wakeup=False), owner=owner_id())
-    worker.jobs.hold(Job(pk=1)).started_at = time.monotonic()
-    return worker
+    back = worker.jobs.hold(Job(pk=1))
+    worker.jobs.unrecorded.append(Outcome(back, "succeeded"))
+    worker.jobs.hold(Job(pk=2))  # not started yet: counts as just begun, whatever the load
+    waits: list[float] = []
+    wait = worker.waker.wait
+    worker.waker.wait = lambda timeout, **kwargs: waits.append(timeout) or wait(timeout, **kwargs)
+    return worker, waits
 
 
-def test_the_batch_wait_is_bounded_and_ends_at_once_for_a_signal():
-    worker = _worker_holding_a_job_that_just_began()
+def _stop(worker: Worker) -> None:
+    worker.waker.close()
+    worker.executor.shutdown()
+
+
+def test_the_batch_wait_is_bounded():
+    worker, waits = _worker_with_a_job_back_and_one_about_to_start()
     try:
         assert _took(worker._let_batch_fill) < BATCH_FILL_SECONDS + 0.2
-        worker.stopping.signals.append(stopping.STOP_SIGNALS[0])
-        began = time.monotonic()
-        worker._let_batch_fill()
-        assert time.monotonic() - began < BATCH_FILL_SECONDS  # it did not wait
+        assert waits and all(0 < timeout <= BATCH_FILL_SECONDS for timeout in waits)
     finally:
-        worker.waker.close()
-        worker.executor.shutdown()
+        _stop(worker)
+
+
+@pytest.mark.parametrize("why", ["signal", "quiet queue", "nothing finished"])
+def test_no_batch_wait_for_a_signal_a_quiet_queue_or_new_work(why):
+    worker, waits = _worker_with_a_job_back_and_one_about_to_start()
+    try:
+        if why == "signal":
+            worker.stopping.signals.append(stopping.STOP_SIGNALS[0])
+        elif why == "quiet queue":
+            worker.claimer.idle.claimed(1, 4)  # the last claim got fewer jobs than it asked for
+        else:
+            worker.jobs.unrecorded.clear()  # a wake-up datagram, not a finished job, woke it
+        worker._let_batch_fill()
+        assert waits == []
+    finally:
+        _stop(worker)
 
 
 @pytest.mark.django_db
