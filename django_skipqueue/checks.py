@@ -8,6 +8,8 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections
 
+from .conf import get_settings
+
 if TYPE_CHECKING:
     from .backend import SkipQueueBackend
 
@@ -29,6 +31,7 @@ def check_backend(backend: SkipQueueBackend) -> list[CheckMessage]:
         *check_database(backend.database),
         *check_time_zone(),
         *check_queue_names(backend),
+        *check_wakeup_fanout(),
     ]
 
 
@@ -103,4 +106,17 @@ def check_queue_names(backend: SkipQueueBackend) -> list[CheckMessage]:
         )
         for name in backend.queue_names
         if not QUEUE_NAME_PATTERN.match(name)
+    ]
+
+
+def check_wakeup_fanout() -> list[CheckMessage]:
+    fanout = get_settings().WAKEUP_FANOUT
+    if fanout is None or (isinstance(fanout, int) and not isinstance(fanout, bool) and fanout > 0):
+        return []
+    return [
+        Error(
+            f"SKIPQUEUE_WAKEUP_FANOUT must be None or a positive integer, not {fanout!r}.",
+            hint=HINT,
+            id="django_skipqueue.E005",
+        )
     ]

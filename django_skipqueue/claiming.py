@@ -14,6 +14,8 @@ from .pausing import unpaused
 
 #: A burst worker waits for retries and deferred jobs due within this many seconds.
 BURST_HORIZON = 10.0
+#: A worker that heard a wake-up datagram this recently trusts them to announce new work.
+WAKEUPS_TRUSTED_FOR = 60.0
 
 ClaimInside = Callable[[Callable[[], list[Job]]], list[Job] | None]
 
@@ -27,33 +29,63 @@ class Claimer:
         # One claim query per queue a round: the pause scales so that an idle process
         # makes at most one claim query per ``poll_max`` seconds.
         self.idle = IdleBackoff(options.poll_max * max(len(options.queues), 1))
+        #: Queues a wake-up named since the last claim: claimed at once, ahead of the poll.
+        self.woken_for: set[str] = set()
+        #: When the last wake-up datagram arrived (any queue): proof that they reach us.
+        self.heard_at = float("-inf")
 
     @property
     def next_claim_at(self) -> float:
-        return self.idle.next_claim_at
+        return 0.0 if self.woken_for else self.idle.next_claim_at
 
     @property
     def backlogged(self) -> bool:
         return self.idle.backlogged
 
     def due(self) -> bool:
-        return time.monotonic() >= self.idle.next_claim_at
+        return bool(self.woken_for) or self._poll_due()
 
     def wake(self, queues: set[str]) -> None:
-        """Claim at the next turn if a wake-up named one of this worker's queues."""
-        if queues & set(self.options.queues):
-            self.idle.wake()
+        """Claim at the next turn from the queues a wake-up named, if this worker serves them."""
+        if queues:
+            self.heard_at = time.monotonic()
+        self.woken_for |= queues & set(self.options.queues)
+
+    @property
+    def woken_reliably(self) -> bool:
+        """Tell whether wake-ups reach this worker, so an emptied queue needs no quick re-poll.
+
+        Producers wake workers after every enqueue, and the maintenance loop after it makes
+        jobs ready (promotion, reaper, admin retry, queue resume). Only datagrams that have
+        actually arrived lately count: producers on hosts that cannot reach the worker's
+        address leave it polling as if wake-ups were off.
+        """
+        recent = time.monotonic() - self.heard_at < WAKEUPS_TRUSTED_FOR
+        return self.options.wakeup and recent
 
     def claim(self, wanted: int, inside: ClaimInside) -> list[Job]:
         """Claim up to ``wanted`` jobs: the first queue through ``inside`` (which runs it in
-        the transaction that records finished jobs), then the other queues in order."""
-        first, *others = self.options.queues
+        the transaction that records finished jobs), then the other queues in order.
+
+        A claim that only a wake-up made due asks the queues it named, not every queue: the
+        others were empty at the last poll, and the wake-up is often for a job that another
+        worker has already taken. Nor does it move the poll when it finds nothing, so a
+        stream of wake-ups for one queue never delays the poll of the others.
+        """
+        polling = self._poll_due() or not self.woken_for
+        queues = [q for q in self.options.queues if polling or q in self.woken_for]
+        self.woken_for = set()
+        first, *others = queues
         claimed = inside(lambda: self.claim_from(first, wanted)) or []
         for queue_name in others:
             if len(claimed) < wanted:
                 claimed += self.claim_from(queue_name, wanted - len(claimed))
-        self.idle.claimed(len(claimed), wanted)
+        if polling or claimed:
+            self.idle.claimed(len(claimed), wanted, woken_reliably=self.woken_reliably)
         return claimed
+
+    def _poll_due(self) -> bool:
+        return time.monotonic() >= self.idle.next_claim_at
 
     def claim_from(self, queue_name: str, limit: int) -> list[Job]:
         """Claim up to ``limit`` jobs of one queue, timing the claim query."""

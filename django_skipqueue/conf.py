@@ -40,6 +40,9 @@ class SkipQueueSettings:
     #: Address workers listen on for wake-ups (and advertise in the workers table); use the
     #: host's private address when web servers run on other hosts. None: no listener.
     WAKEUP_HOST: str | None = "127.0.0.1"
+    #: Workers one enqueue's commit wakes, taken in turn from the live workers of its queue;
+    #: None wakes every one of them.
+    WAKEUP_FANOUT: int | None = 4
     #: Restart delay of a worker process that keeps dying doubles up to this many seconds.
     RESTART_BACKOFF_MAX: float = 30.0
 

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from django.db import Error
 
-from . import heartbeat, outcomes
+from . import heartbeat, outcomes, wakeup
 from .dbretry import retry_whole_transaction
 from .executor import Outcome, Running
 from .lifecycle import log_outcome, send_finished
@@ -100,6 +100,7 @@ class Holdings:
             self.uncertain.update(id(outcome) for outcome in batch)
             raise
         outcomes.settle(batch, written)
+        wakeup.after_commit(self.using, outcomes.made_ready(batch))
         self._recognise([o for o in batch if o.lost and id(o) in self.uncertain])
         self.uncertain.difference_update(id(outcome) for outcome in batch)
         self._settled(batch)

@@ -34,10 +34,19 @@ class IdleBackoff:
     def __init__(self, cap: float) -> None:
         self.cap, self.pause, self.next_claim_at = cap, 0.0, 0.0
 
-    def claimed(self, got: int, wanted: int) -> None:
-        """Plan the next claim after one that took ``got`` of ``wanted`` jobs."""
+    def claimed(self, got: int, wanted: int, *, woken_reliably: bool = False) -> None:
+        """Plan the next claim after one that took ``got`` of ``wanted`` jobs.
+
+        A claim that got fewer than it asked for emptied the queue. Polling alone must then
+        look again soon and back off slowly, or a job enqueued a moment later would wait for
+        the idle cap. A worker that wake-ups reach (``woken_reliably``) hears of that job
+        anyway, so it waits the cap at once: each claim round in the ramp would cost a query
+        for nothing.
+        """
         if got == wanted:
             self.pause = 0.0
+        elif woken_reliably:
+            self.pause = self.cap
         else:
             self.pause = (
                 FIRST_IDLE_PAUSE if got else min(self.cap, max(FIRST_IDLE_PAUSE, self.pause * 2))
@@ -48,10 +57,6 @@ class IdleBackoff:
     def backlogged(self) -> bool:
         """Tell whether the last claim got every job it asked for: more are likely waiting."""
         return self.pause == 0.0
-
-    def wake(self) -> None:
-        """Claim now: a producer said work arrived (the pause level is kept)."""
-        self.next_claim_at = 0.0
 
 
 class DatabaseBackoff:

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.tasks import TaskResult
 from django.utils import timezone
 
-from . import completions, transitions
+from . import completions, transitions, wakeup
 from .dbretry import retry_whole_transaction
 from .exceptions import WorkerDied
 from .executor import Outcome
@@ -62,6 +62,15 @@ def settle(outcomes: Sequence[Outcome], written: Sequence[bool]) -> None:
     todo = [outcome for outcome in outcomes if not outcome.recorded]
     for outcome, ok in zip(todo, written, strict=True):
         outcome.recorded, outcome.lost = True, not ok
+
+
+def made_ready(outcomes: Sequence[Outcome]) -> set[str]:
+    """Return the queues where a recorded outcome made its job ready again at once."""
+    return {
+        outcome.job.queue_name
+        for outcome in outcomes
+        if outcome.status == "retry" and not outcome.retry_in and not outcome.lost
+    }
 
 
 def already_written(rejected: Sequence[Outcome]) -> list[bool]:
@@ -149,6 +158,7 @@ def release(jobs: Sequence[Job], using: str) -> int:
 
     def batch() -> int:
         with transaction.atomic(using=using):
+            wakeup.after_commit(using, {job.queue_name for job in jobs})
             return sum(transitions.release(job) for job in jobs)
 
     return retry_whole_transaction(using, batch)
@@ -163,6 +173,8 @@ def reclaim(owner: str, using: str, reason: str) -> list[Job]:
     """
     held = list(Job.objects.using(using).held_by(owner))
     taken = [job for job in held if _reclaim_one(job, reason)]
+    ready = {job.queue_name for job in taken if job.attempts < job.max_attempts}
+    wakeup.after_commit(using, ready)
     for job in taken:
         logger.warning(
             "job=%s task=%s queue=%s attempt=%s status=%s worker=%s reason=%s",

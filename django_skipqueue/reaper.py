@@ -19,6 +19,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
+from . import wakeup
 from .conf import get_settings
 from .dbretry import retry_whole_transaction
 from .dbtime import DatabaseNow, DatabaseNowPlus, read_db_now
@@ -46,6 +47,8 @@ class ReapResult:
     fenced: int = 0
     #: Reclaims per (queue name, outcome).
     per_queue: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: Queues where a reclaimed job is ready again at once (its wake-up goes out on commit).
+    made_ready: set[str] = field(default_factory=set)
 
     @property
     def reclaimed(self) -> int:
@@ -108,6 +111,8 @@ def _reap_batch(using: str, batch: int, runner: str, result: ReapResult) -> int:
         for row in rows:
             _reclaim(using, dict(zip(REAP_FIELDS, row, strict=True)), runner, step)
         _count(using, runner, step)
+        # A retry with a backoff is scheduled, not ready: its wake-up comes with promotion.
+        wakeup.after_commit(using, step.made_ready)
     # Merged only after commit: a retried transaction must not count twice.
     _merge(result, step)
     return len(rows)
@@ -126,6 +131,8 @@ def _reclaim(using: str, row: dict[str, Any], runner: str, step: ReapResult) -> 
         return
     setattr(step, outcome, getattr(step, outcome) + 1)
     step.per_queue[row["queue_name"], outcome] += 1
+    if fields["status"] == JobStatus.READY:
+        step.made_ready.add(row["queue_name"])
 
 
 def _transition(row: dict[str, Any], runner: str) -> tuple[str, dict[str, Any]]:
@@ -220,7 +227,9 @@ def _promote_batch(using: str, batch: int) -> int:
     # (status, run_after, id) is the skipqueue_due index: the scan stops at the LIMIT.
     due = Job.objects.using(using).due().order_by("run_after", "id")
     with transaction.atomic(using=using):
-        ids = [pk for (pk,) in Job.objects.db_manager(using).lock_batch(due, ["pk"], batch)]
-        if ids:
+        rows = Job.objects.db_manager(using).lock_batch(due, ["pk", "queue_name"], batch)
+        if rows:
+            ids = [pk for pk, _ in rows]
             Job.objects.using(using).scheduled().filter(pk__in=ids).update(status=JobStatus.READY)
-    return len(ids)
+            wakeup.after_commit(using, {queue_name for _, queue_name in rows})
+    return len(rows)

@@ -1,10 +1,12 @@
 """Best-effort wake-up of idle workers, and the wait that listens for it.
 
 Producer side: after an enqueue commits (``transaction.on_commit``), one small UDP datagram goes
-to each live worker process that serves the job's queue, at the address it wrote in the workers
-table. A worker waiting between idle polls wakes up and claims at once. Nothing depends on it:
-a lost datagram only means the job waits for the next poll (at most SKIPQUEUE_IDLE_POLL_SECONDS
-per queue), and a datagram nobody needs costs one claim query.
+to live worker processes that serve the job's queue, at the address they wrote in the workers
+table: to SKIPQUEUE_WAKEUP_FANOUT of them, taken in turn, so that one enqueue does not send a
+claim query from every worker of a large fleet (all but one would find nothing). A worker
+waiting between idle polls wakes up and claims at once; a busy one claims when a thread frees
+up. Nothing depends on it: a lost datagram only means the job waits for the next poll (at most
+SKIPQUEUE_IDLE_POLL_SECONDS per queue), and a datagram nobody needs costs one claim query.
 
 Worker side: :class:`Waker` is the one place a worker's main loop sleeps. It returns early on a
 datagram, or on a local "poke" (a job finished, a signal arrived).
@@ -13,6 +15,7 @@ datagram, or on a local "poke" (a job finished, a signal arrived).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import select
 import socket
@@ -38,30 +41,49 @@ LIVE_HEARTBEATS = 3
 _addresses: dict[str, tuple[float, list[tuple[tuple[str, int], frozenset[str]]]]] = {}
 _socket_lock = threading.Lock()
 _socket: socket.socket | None = None
+#: Where the next fan-out starts in the list of live workers: each enqueue wakes the next few.
+_turn = itertools.count()
 
 
 def after_commit(using: str, queues: Iterable[str]) -> None:
-    """Wake idle workers of ``queues`` once the current transaction on ``using`` commits."""
-    if get_settings().WAKEUP:
-        transaction.on_commit(partial(notify, using, frozenset(queues)), using=using, robust=True)
+    """Wake idle workers of ``queues`` once the current transaction on ``using`` commits.
+
+    Called wherever jobs become ready: enqueue, promotion of due jobs, the reaper, a worker's
+    immediate retry or release, the admin's retry. Workers that hear wake-ups rely on them
+    and poll an emptied queue only at the idle cap.
+    """
+    queues = frozenset(queues)
+    if queues and get_settings().WAKEUP:
+        transaction.on_commit(partial(notify, using, queues), using=using, robust=True)
 
 
 def notify(using: str, queues: frozenset[str]) -> int:
-    """Send a wake-up datagram to every live worker of ``queues``; return how many were sent.
+    """Send a wake-up datagram to live workers of ``queues``; return how many were sent.
 
     Never raises: the producer's request must not fail because a worker is unreachable.
     """
     try:
         payload = ",".join(sorted(queues)).encode()
-        sent = 0
-        for address, served in _live_workers(using):
-            if served & queues:
-                _send(payload, address)
-                sent += 1
-        return sent
+        serving = [address for address, served in _live_workers(using) if served & queues]
+        chosen = in_turn(serving, get_settings().WAKEUP_FANOUT, next(_turn))
+        for address in chosen:
+            _send(payload, address)
+        return len(chosen)
     except Exception:
         logger.debug("wake-up not sent", exc_info=True)
         return 0
+
+
+def in_turn[T](items: list[T], fanout: int | None, turn: int) -> list[T]:
+    """Return ``fanout`` of ``items`` (all of them for None), the ``turn``-th group in rotation.
+
+    Successive turns walk round the list, so every worker gets its share of wake-ups and one
+    that is busy (or just died) is not chosen every time.
+    """
+    if fanout is None or fanout >= len(items):
+        return list(items)
+    start = (turn * fanout) % len(items)
+    return [items[(start + offset) % len(items)] for offset in range(fanout)]
 
 
 def forget_addresses() -> None:
@@ -79,6 +101,7 @@ def _live_workers(using: str) -> list[tuple[tuple[str, int], frozenset[str]]]:
         WorkerProcess.objects.using(using)
         .filter(role=WorkerRole.WORKER, stopped_at__isnull=True, wakeup_address__isnull=False)
         .filter(last_heartbeat_at__gte=DatabaseNowPlus(horizon))
+        .order_by("pk")  # a stable order for the rotation of in_turn()
         .values_list("wakeup_address", "queues")
     )
     workers = [(parse_address(str(address)), frozenset(queues)) for address, queues in rows]

@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Greatest
 
+from .. import wakeup
 from ..dbtime import DatabaseNow
 from ..exceptions import JobCancelled
 from ..models import FINISHED_STATUSES, Job, JobStatus
@@ -63,8 +64,13 @@ Change = Callable[[JobQuery, Outcome], list[Job]]
 
 
 def retry_failed(queryset: JobQuery, record: Recorder) -> Outcome:
-    """Move the failed jobs of ``queryset`` back to ready (see RETRY_FIELDS)."""
-    return _in_chunks(queryset, FAILED, _retry, record)
+    """Move the failed jobs of ``queryset`` back to ready (see RETRY_FIELDS), and wake workers."""
+
+    def record_and_wake(jobs: list[Job]) -> None:
+        record(jobs)
+        wakeup.after_commit(queryset.db, {job.queue_name for job in jobs})
+
+    return _in_chunks(queryset, FAILED, _retry, record_and_wake)
 
 
 def cancel_waiting(queryset: JobQuery, record: Recorder, note: str) -> Outcome:
