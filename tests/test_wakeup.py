@@ -208,9 +208,7 @@ def test_an_immediate_retry_wakes_the_workers_too(child_env, manage_py, tmp_path
         workers.stop()
 
 
-def test_workers_that_hear_wake_ups_make_few_claim_queries_per_job(
-    child_env, manage_py, tmp_path
-):
+def test_workers_that_hear_wake_ups_make_few_claim_queries_per_job(child_env, manage_py, tmp_path):
     # Polling alone ramps back up after every job (10, 20, 40, 80 ms...): about 7 claim
     # queries per job here. Relying on wake-ups: the claim that takes the job, the other
     # worker's wake-up claim, and the claim after the job (a full claim of 1) find the rest.
