@@ -103,28 +103,25 @@ def test_promotion_of_due_jobs_wakes_workers(listeners, settings):
     assert heard(listeners[0]) == {"default"}
 
 
-def test_the_reaper_wakes_workers_for_a_job_ready_again_at_once(listeners, settings):
+@pytest.mark.parametrize(
+    ("task", "after_reap", "wakes"),
+    [
+        (wt.fail_first, JobStatus.READY, {"default"}),  # retry_backoff=0: ready again at once
+        (noop, JobStatus.SCHEDULED, set()),  # a backoff: promotion will wake, later
+    ],
+)
+def test_the_reaper_wakes_workers_only_for_a_job_ready_again_at_once(
+    listeners, settings, task, after_reap, wakes
+):
     settings.SKIPQUEUE_WAKEUP_FANOUT = None
-    wt.fail_first.enqueue()  # retry_backoff=0: a reclaimed attempt is ready again at once
+    task.enqueue()
     [job] = Job.objects.claim(["default"], limit=1, owner="gone", lease=60)
     Job.objects.filter(pk=job.pk).update(lease_until=DatabaseNowPlus(-1))
     for waker in listeners:
-        heard(waker, 0.2)
+        heard(waker, 0.2)  # the enqueue's own wake-up
     assert reaper.reap(runner="r").retried == 1
-    assert Job.objects.get(pk=job.pk).status == JobStatus.READY
-    assert heard(listeners[0]) == {"default"}
-
-
-def test_a_reclaim_that_schedules_a_retry_sends_nothing(listeners, settings):
-    settings.SKIPQUEUE_WAKEUP_FANOUT = None
-    noop.enqueue()  # the default backoff: the retry is scheduled, promotion will wake
-    [job] = Job.objects.claim(["default"], limit=1, owner="gone", lease=60)
-    Job.objects.filter(pk=job.pk).update(lease_until=DatabaseNowPlus(-1))
-    for waker in listeners:
-        heard(waker, 0.2)
-    assert reaper.reap(runner="r").retried == 1
-    assert Job.objects.get(pk=job.pk).status == JobStatus.SCHEDULED
-    assert heard(listeners[0], 0.3) == set()
+    assert Job.objects.get(pk=job.pk).status == after_reap
+    assert heard(listeners[0], 0.5) == wakes
 
 
 def test_the_admin_retry_wakes_workers(listeners, settings):
