@@ -64,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
     }
     ctx.say(f"load {facts['machine']['load_average']}, other runs: {facts['busy'] or 'none'}")
     for name in [name for name in args.only.split(",") if name]:
+        host = machine.machine()
         conditions = {
-            "load_average": machine.machine()["load_average"],
+            "cpu": host["cpu"],
+            "python": host["python"],
+            "load_average": host["load_average"],
             "other_runs": len(machine.busy_processes()),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         }

@@ -22,7 +22,8 @@ def draw(results: dict[str, Any], quick: bool) -> dict[str, str]:
     made = {}
     for name, painter in PAINTERS.items():
         if results.get(name):
-            fig = painter(plt, results[name], _caption(results.get("environment", {})))
+            caption = _caption(results.get("environment", {}), results[name].get("conditions"))
+            fig = painter(plt, results[name], caption)
             path = folder / f"{name}.svg"
             fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
             plt.close(fig)
@@ -30,12 +31,14 @@ def draw(results: dict[str, Any], quick: bool) -> dict[str, str]:
     return made
 
 
-def _caption(env: dict) -> str:
+def _caption(env: dict, conditions: dict | None) -> str:
+    """The machine and settings under a plot: the scenario's own CPU where it was recorded."""
     if not env:
         return ""
     m, db = env["machine"], env["database"]
+    cpu = (conditions or {}).get("cpu", m["cpu"])
     return (
-        f"{m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB; {db.get('version')}, "
+        f"{cpu}, {m['cores']} cores, {m['ram_gib']} GiB; {db.get('version')}, "
         f"flush_log_at_trx_commit={db.get('innodb_flush_log_at_trx_commit')}, "
         f"log_bin={db.get('log_bin')}; median of {env.get('reps')} runs, bars: min–max"
     )

@@ -83,8 +83,11 @@ def environment(env: dict, quick: bool) -> str:
     if versions:
         rows.append(["Peers", ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))])
     note = (
-        "\n\nEach scenario below states when it ran, the load average at its start and how many"
-        " other test or worker processes were running then."
+        "\n\nThe CPU, kernel and Python above are those of the latest invocation. Scenarios run"
+        " on their own are re-measured on whichever host of the same kind the session had: each"
+        " scenario below states when it ran, on which CPU and Python, the load average at its"
+        " start and how many other test or worker processes were running then. Compare systems"
+        " within one scenario (they ran interleaved on the same host), not across scenarios."
     )
     return "## The machine and the database\n\n" + table(["", ""], rows) + note
 
