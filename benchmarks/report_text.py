@@ -25,6 +25,8 @@ Reproduce every figure with one command (it creates the peers' virtualenv and da
 $ pip install -e '.[bench]'
 $ python -m benchmarks run            # everything, 3 runs per figure (about 50 minutes)
 $ python -m benchmarks run --quick    # a smoke run of every scenario (a few minutes)
+$ python -m benchmarks.admin_render   # the admin pages with 1,000,000 jobs, then
+$ python -m benchmarks report         # rewrite this page from the raw results
 ```
 
 Raw results (every run, not only the medians) are in `docs/benchmarks/raw/*.json`.
