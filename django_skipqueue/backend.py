@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from . import checks, wakeup
 from .conf import get_settings
-from .enqueue import build_job, insert_job, insert_jobs
+from .enqueue import build_job, build_jobs, insert_job, insert_jobs
 from .exceptions import InvalidQueueName, InvalidTaskOption
 from .models import Job, JobStatus
 from .results import build_result, task_for_job
@@ -73,7 +73,7 @@ class SkipQueueBackend(BaseTaskBackend):
         for task in {id(task): task for task, _, _ in calls}.values():
             self.validate_task(task)
         config, now = get_settings(), timezone.now()
-        jobs = [build_job(task, a, kw, config=config, now=now) for task, a, kw in calls]
+        jobs = build_jobs(calls, config=config, now=now)
         plain = insert_jobs([job for job in jobs if job.idempotency_key is None], self.database)
         results = self._results_in_order(calls, jobs, plain)
         for result in results:

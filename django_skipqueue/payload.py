@@ -21,7 +21,8 @@ def normalize_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple
 
 def check_size(args: list, kwargs: dict, limit: int) -> int:
     """Return the encoded size of the payload in bytes, or raise PayloadTooLarge."""
-    size = len(json.dumps([args, kwargs], separators=(",", ":")).encode())
+    # ensure_ascii (the default) escapes every non-ASCII character: characters are bytes.
+    size = len(json.dumps([args, kwargs], separators=(",", ":")))
     if size > limit:
         raise PayloadTooLarge(
             f"Task arguments are {size} bytes of JSON, over the {limit} byte limit "
@@ -40,7 +41,7 @@ def _to_json(value: Any, where: str) -> Any:
             if not math.isfinite(value):
                 raise InvalidPayload(f"{where} is {value!r}, which JSON cannot represent.")
             return float(value)
-        case Mapping():
+        case dict() | Mapping():
             return {_key(k, where): _to_json(v, f"{where}[{k!r}]") for k, v in value.items()}
         case list() | tuple():
             return [_to_json(v, f"{where}[{i}]") for i, v in enumerate(value)]

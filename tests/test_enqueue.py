@@ -85,6 +85,80 @@ def test_bulk_enqueue_returns_results_with_ids_in_order(backend):
     assert [stored[i] for i in ids] == [[n] for n in range(2500)]
 
 
+#: The columns a one-by-one enqueue and a bulk enqueue must write alike.
+COMPARED = (
+    "queue_name",
+    "priority",
+    "status",
+    "run_after",
+    "task_path",
+    "args",
+    "kwargs",
+    "max_attempts",
+    "lease_seconds",
+    "timeout_seconds",
+    "attempts",
+    "errors",
+    "worker_ids",
+    "idempotency_key",
+    "owner",
+    "lease_until",
+)
+
+
+def _stored(ids):
+    rows = Job.objects.filter(pk__in=ids).values("pk", *COMPARED)
+    by_pk = {row.pop("pk"): row for row in rows}
+    return [by_pk[i] for i in ids]
+
+
+def test_bulk_enqueue_writes_each_task_like_single_enqueues(backend):
+    """A bulk copies one job per task: every row must still match a one-by-one enqueue."""
+    later = timezone.now() + timedelta(hours=1)
+    tasks = [
+        echo,
+        echo.using(queue_name="emails", priority=7),
+        noop.using(run_after=later),
+        echo.using(max_attempts=2, lease=30, timeout=9),
+    ]
+    calls = [(tasks[n % 4], [n], {"n": {"deep": [n]}}) for n in range(40)]
+    singles = [int(t.enqueue(*a, **kw).id) for t, a, kw in calls]
+    bulk = [int(r.id) for r in backend.enqueue_many(calls)]
+    assert _stored(bulk) == _stored(singles)
+    assert {row["queue_name"] for row in _stored(bulk)} == {"default", "emails"}
+
+
+def test_bulk_enqueued_jobs_share_no_list_or_dict(backend):
+    from django_skipqueue import enqueue
+
+    jobs = enqueue.build_jobs(
+        [(echo, [1], {}), (echo, [2], {})],
+        config=enqueue.get_settings(),
+        now=timezone.now(),
+    )
+    jobs[0].errors.append({"boom": 1})
+    jobs[0].worker_ids.append("w")
+    assert jobs[1].errors == [] and jobs[1].worker_ids == []
+    assert jobs[0].args == [1] and jobs[1].args == [2]
+    assert jobs[0]._state is not jobs[1]._state and jobs[1]._state.adding
+
+
+def test_bulk_enqueue_builds_every_job_for_post_init_receivers(backend):
+    from django.db.models.signals import post_init
+
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance)
+
+    post_init.connect(receiver, sender=Job)
+    try:
+        backend.enqueue_many([(echo, [n], {}) for n in range(5)])
+    finally:
+        post_init.disconnect(receiver, sender=Job)
+    assert sorted(job.args[0] for job in seen if job.args) == [0, 1, 2, 3, 4]
+
+
 @pytest.mark.mysql
 def test_bulk_enqueue_reads_ids_back_without_returning(backend, monkeypatch):
     """The MySQL path (no INSERT ... RETURNING) derives ids from LAST_INSERT_ID()."""
