@@ -36,8 +36,7 @@ def build_job(
     settings cost more than the rest of this function, and one bulk is one instant.
     """
     config = config or get_settings()
-    json_args, json_kwargs = normalize_arguments(args, kwargs)
-    check_size(json_args, json_kwargs, config.MAX_PAYLOAD_BYTES)
+    json_args, json_kwargs = _json_arguments(args, kwargs, config)
     now = now or timezone.now()
     deferred = task.run_after is not None and task.run_after > now
     return Job(
@@ -74,14 +73,22 @@ def build_jobs(
     templates: dict[int, tuple[Job, list[str]]] = {}
     jobs = []
     for task, args, kwargs in calls:
-        json_args, json_kwargs = normalize_arguments(args, kwargs)
-        check_size(json_args, json_kwargs, config.MAX_PAYLOAD_BYTES)
+        json_args, json_kwargs = _json_arguments(args, kwargs, config)
         found = templates.get(id(task))
         if found is None:
             template = build_job(task, (), {}, config=config, now=now)
             found = templates[id(task)] = (template, _containers(template))
         jobs.append(_copy_of(*found, json_args, json_kwargs))
     return jobs
+
+
+def _json_arguments(
+    args: Sequence[Any], kwargs: Mapping[str, Any], config: SkipQueueSettings
+) -> tuple[list, dict]:
+    """The call's arguments as JSON values within the size limit, or InvalidPayload."""
+    json_args, json_kwargs = normalize_arguments(args, kwargs)
+    check_size(json_args, json_kwargs, config.MAX_PAYLOAD_BYTES)
+    return json_args, json_kwargs
 
 
 def _containers(job: Job) -> list[str]:

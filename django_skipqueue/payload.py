@@ -41,7 +41,7 @@ def _to_json(value: Any, where: str) -> Any:
             if not math.isfinite(value):
                 raise InvalidPayload(f"{where} is {value!r}, which JSON cannot represent.")
             return float(value)
-        case dict() | Mapping():
+        case dict() | Mapping():  # dict first: it skips the slower abstract-class check
             return {_key(k, where): _to_json(v, f"{where}[{k!r}]") for k, v in value.items()}
         case list() | tuple():
             return [_to_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
