@@ -163,11 +163,13 @@ def test_only_wake_ups_that_arrived_lately_are_relied_on():
 
 def test_a_wake_up_claim_asks_only_the_queues_it_named_and_leaves_the_poll_alone():
     metrics = Metrics()
-    claimer = Claimer(WorkerOptions(queues=("emails", "default")), "w", metrics)
+    options = WorkerOptions(queues=("emails", "default"), poll_max=3600)
+    claimer = Claimer(options, "w", metrics)
+    claimer.wake({"elsewhere"})  # wake-ups reach it: an empty poll waits the whole cap
     assert claimer.claim(4, lambda claim: claim()) == []  # the poll: both queues, empty
     assert metrics.totals["claim_queries"] == 2
     poll_at = claimer.next_claim_at
-    assert poll_at > time.monotonic()
+    assert poll_at > time.monotonic() + 3000, "the next poll is an hour off, not a moment"
 
     claimer.wake({"default"})
     assert claimer.due() and claimer.next_claim_at == 0.0
@@ -178,7 +180,9 @@ def test_a_wake_up_claim_asks_only_the_queues_it_named_and_leaves_the_poll_alone
     noop.using(queue_name="emails").enqueue()
     claimer.wake({"default"})
     assert claimer.claim(4, lambda claim: claim()) == []  # emails waits for the poll
-    wait_for(claimer.due, 5)
+    assert not claimer.due()
+    claimer.idle.next_claim_at = time.monotonic()  # the hour has passed: the poll is due
+    assert claimer.due()
     assert [job.queue_name for job in claimer.claim(4, lambda claim: claim())] == ["emails"]
 
 
