@@ -1,9 +1,14 @@
-"""The docs' samples run: the tutorial end to end, the testing how-to, and README's commands.
+"""The docs' samples run: the tutorial end to end, the how-to pages, and README's commands.
 
 The tutorial and the testing how-to are followed by :mod:`tests.tutorial_runner` in a fresh
 project in a temporary directory, with the test's virtualenv (django-skipqueue installed from
 this checkout). The tutorial's last section moves that project to MySQL/MariaDB; it runs when
 the suite itself runs on MySQL/MariaDB, against a database of its own.
+
+The how-to pages in ``HOWTO_PAGES`` start from tests/howto_project, which holds the modules their
+samples import but do not define, and run check scripts of that project (its ``checks/``) that
+drive the page's code with real workers and assert on the outcome. They run on SQLite, and on
+MySQL/MariaDB when the suite does, each in a database of its own.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from tests.tutorial_runner import Runner
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = docpages.DOCS / "tutorial" / "index.md"
 TESTING_HOWTO = docpages.DOCS / "howto" / "testing.md"
+#: How-to pages followed in a project of their own (tests/howto_project), with their checks.
+HOWTO_PAGES = ["outbox.md", "exactly-once.md", "monitor-and-pause.md"]
 MANAGE = re.compile(r"^\$ (?:\S+=\S+ )*python manage\.py (\S+)(.*)$")
 README_COMMAND = re.compile(r"^\$ (bash scripts/\S+)$", re.MULTILINE)
 #: The tutorial and the demo run in temporary projects on SQLite (and MySQL when the suite runs
@@ -35,12 +42,12 @@ not_on_postgres = pytest.mark.skipif(
 )
 
 
-def _mysql_database() -> tuple[dict[str, str], str] | None:
-    """Settings of the suite's MySQL server and a database name for the tutorial's project."""
+def _mysql_database(purpose: str = "tutorial") -> tuple[dict[str, str], str] | None:
+    """Settings of the suite's MySQL server and a database name for a temporary project."""
     if connection.vendor != "mysql":
         return None
     settings = connection.settings_dict
-    name = re.sub(r"^test_", "", settings["NAME"])[:40] + "_tutorial"
+    name = re.sub(r"^test_", "", settings["NAME"])[:40] + "_" + purpose
     return settings, name
 
 
@@ -97,6 +104,35 @@ def test_testing_howto(tutorial: Runner):
     """The testing how-to's files go into the tutorial's project, and its pytest run passes."""
     tutorial.follow(TESTING_HOWTO, mysql=False)
     assert (tutorial.cwd / "tests" / "test_workers.py").exists()
+
+
+@pytest.mark.slow
+@not_on_postgres
+@pytest.mark.parametrize("page", HOWTO_PAGES)
+def test_howto_page(page: str, tmp_path: Path):
+    """Follow a how-to page in a project of its own, with real workers; its checks must pass."""
+    runner = Runner(tmp_path)
+    mysql = _mysql_database(re.sub(r"\W", "_", page.removesuffix(".md")))
+    if mysql:
+        settings, name = mysql
+        runner.database = {
+            "ENGINE": "django.db.backends.mysql",
+            "NAME": name,
+            **{key: settings[key] for key in ("HOST", "PORT", "USER", "PASSWORD")},
+        }
+        _mysql(settings, f"DROP DATABASE IF EXISTS {name}")
+        _mysql(settings, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+    try:
+        runner.follow(docpages.DOCS / "howto" / page, mysql=mysql is not None)
+    except BaseException:
+        print("\n".join(runner.log[-40:]))
+        raise
+    finally:
+        runner.kill_all()
+        if mysql:
+            _mysql(mysql[0], f"DROP DATABASE IF EXISTS {mysql[1]}")
+    assert runner.stopped_at is None
+    assert runner.checks, f"{page} has no 'run checks/...' directive: nothing was asserted"
 
 
 def _manage_py_lines() -> list[tuple[str, str, str, str]]:

@@ -8,11 +8,16 @@ Conventions of the pages it runs (the tutorial states them in a comment at its t
   without ``--burst``) are started in the background. Environment setup that the test's own
   virtualenv already provides (``python -m venv``, ``source``, ``pip install``) is checked,
   not run.
-- ``python`` (and ``ini``) blocks whose first line is ``# <path>`` write that file;
+- ``python`` (and ``ini``) blocks whose first line is ``# <path>``, or that follow a
+  ``next block as <path>`` directive (a fragment shown without its file), write that file;
   ``# <path>: add at the end`` appends to it; a trailing ``(SQLite only)`` limits the block to a
   project on SQLite. Any other python block is an error: every sample must be accounted for.
 - ``pycon`` blocks are run by doctest inside ``python manage.py shell``.
-- ``<!-- tutorial-test: ... -->`` comments are instructions: see ``Runner.directive``.
+- ``text`` blocks are illustrations (a log excerpt, the statements a worker sends): not run.
+- ``<!-- tutorial-test: ... -->`` comments are instructions: see ``Runner.directive``. A how-to
+  page starts with ``project with <app> ...`` (a project from tests/howto_project holding the
+  modules its samples import but do not define) and has ``run checks/<name>.py`` lines, scripts
+  of that project that exercise the page's code and assert on the outcome.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from tests import projects
 from tests.docpages import Block, Directive, items
 
 COMMAND_TIMEOUT = 240
@@ -49,6 +56,10 @@ while Job.objects.exclude(status__in=["succeeded", "failed", "cancelled"]).exist
     time.sleep(0.2)
 assert not Job.objects.exclude(status="succeeded").exists(), "a job did not succeed"
 """
+#: Until the workers and the reaper have started, as a readiness probe would wait.
+WAIT_FOR_HEALTH = (
+    "timeout 60 bash -c 'until python manage.py skipqueue_health; do sleep 0.5; done'"
+)
 RUN_DOCTEST = """
 import doctest, sys
 path = {path!r}
@@ -71,6 +82,12 @@ class Runner:
     vendor: str = "sqlite"
     background: dict[str, subprocess.Popen[str]] = field(default_factory=dict)
     credentials: tuple[str, str] | None = None
+    #: The database of a how-to page's project (``project with``); None means SQLite.
+    database: dict[str, Any] | None = None
+    #: The check scripts run so far (``run``): a page without one proves nothing.
+    checks: list[str] = field(default_factory=list)
+    #: Where the next python block goes when it has no ``# <path>`` line (``next block as``).
+    next_path: str | None = None
     log: list[str] = field(default_factory=list)
     stopped_at: str | None = None
 
@@ -104,7 +121,7 @@ class Runner:
             self.pycon(block)
         elif block.language in ("python", "ini"):
             self.file(block)
-        else:
+        elif block.language != "text":
             raise AssertionError(f"{block.where}: no rule to run a {block.language!r} block")
 
     # Blocks
@@ -146,15 +163,22 @@ class Runner:
         self.run(shlex.join(["python", "manage.py", "shell", "-c", code]), block)
 
     def file(self, block: Block) -> None:
+        if self.next_path:
+            path, self.next_path = self.next_path, None
+            self.write(path, block.text, append=False)
+            return
         first = block.text.splitlines()[0]
         match = FILE_MARKER.match(first)
         assert match, f"{block.where}: a python block must start with '# <path>', not {first!r}"
         path, append, sqlite_only = match.groups()
         if sqlite_only and self.vendor != "sqlite":
             return
+        self.write(path, block.text, append=bool(append))
+
+    def write(self, path: str, text: str, *, append: bool) -> None:
         target = self.cwd / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = self.replace(block.text)
+        text = self.replace(text)
         if append:
             text = target.read_text() + "\n\n" + text
         target.write_text(text)
@@ -166,10 +190,19 @@ class Runner:
         self.log.append(f"--- {page.name}:{directive.line} directive {directive.text}")
         if directive.text == "wait for jobs":
             self.run(shlex.join(["python", "manage.py", "shell", "-c", WAIT_FOR_JOBS]), None)
+        elif directive.text == "start runworkers":
+            self.start("runworkers", "python manage.py runworkers --processes 1 --threads 1")
+            self.run(WAIT_FOR_HEALTH, None)
+        elif directive.text.startswith("next block as "):
+            self.next_path = directive.text.removeprefix("next block as ")
         elif directive.text == "stop runworkers":
             self.stop("runworkers", signal.SIGINT)
         elif directive.text == "admin pages":
             self.visit_admin(page)
+        elif directive.text.startswith("project with "):
+            self.new_project(directive.text.removeprefix("project with ").split())
+        elif directive.text.startswith("run "):
+            self.run_check(directive.text.removeprefix("run "))
         elif directive.text == "mysql only from here":
             self.stop_all()
             if not mysql:
@@ -178,6 +211,18 @@ class Runner:
         else:
             raise AssertionError(f"{page.name}:{directive.line}: unknown directive")
         return True
+
+    def new_project(self, apps: list[str]) -> None:
+        """Start from tests/howto_project with ``apps``, migrated, as a how-to page assumes."""
+        self.cwd = projects.create(self.root / "project", apps, self.database)
+        self.vendor = "sqlite" if self.database is None else "mysql"
+        self.run("python manage.py migrate --verbosity 0", None)
+
+    def run_check(self, script: str) -> None:
+        """Run one of the project's check scripts in ``manage.py shell``: it asserts outcomes."""
+        code = f"import runpy; runpy.run_path({script!r}, run_name='__main__')"
+        self.run(shlex.join(["python", "manage.py", "shell", "-c", code]), None)
+        self.checks.append(script)
 
     def visit_admin(self, page: Path) -> None:
         """Log in as the superuser the page created, and open every admin URL it names."""

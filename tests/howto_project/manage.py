@@ -1,0 +1,10 @@
+"""The manage.py of the project the how-to pages' samples run in."""
+
+import os
+import sys
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)
