@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         }
         began = time.monotonic()
         result = SCENARIOS[name](ctx)
-        result["conditions"] = conditions
+        # A scenario may record conditions of its own (binlog: its private servers).
+        result["conditions"] = conditions | result.get("conditions", {})
         result["elapsed_s"] = time.monotonic() - began
         save_raw(name, result, args.quick)
         ctx.say(f"{name}: done in {result['elapsed_s']:.0f} s")

@@ -106,18 +106,23 @@ def _signal_group(proc: subprocess.Popen, signum: int) -> None:
         os.killpg(proc.pid, signum)
 
 
-def server_cpu_seconds(name: str) -> float:
+def server_cpu_seconds(name: str, pid: int | None = None) -> float:
     """CPU used so far by the long-running server called ``name`` (mariadbd, redis-server).
 
     The oldest such process is the shared server: tests may start and stop private servers
-    of the same name meanwhile, and their CPU must not count.
+    of the same name meanwhile, and their CPU must not count. ``pid`` picks one server
+    instead (a private server that a scenario measures).
     """
-    found = [p for p in psutil.process_iter(["name", "create_time"]) if p.info["name"] == name]
-    if not found:
-        return 0.0
-    server = min(found, key=lambda proc: proc.info["create_time"])
     try:
+        server = psutil.Process(pid) if pid is not None else _oldest(name)
+        if server is None:
+            return 0.0
         times = server.cpu_times()
     except psutil.NoSuchProcess:
         return 0.0
     return times.user + times.system
+
+
+def _oldest(name: str) -> psutil.Process | None:
+    found = [p for p in psutil.process_iter(["name", "create_time"]) if p.info["name"] == name]
+    return min(found, key=lambda proc: proc.info["create_time"]) if found else None

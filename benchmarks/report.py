@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks import admin_section, plots, targets
+from benchmarks import admin_section, binlog_section, plots, targets
 from benchmarks.harness import page
 from benchmarks.report_text import ANALYSIS, INTRO, METHOD, scenario_notes
 from benchmarks.stats import ratio
@@ -292,4 +292,5 @@ SECTIONS = {
     "purge": purge,
     "sweep": sweep,
     "idle": idle,
+    "binlog": binlog_section.section,
 }

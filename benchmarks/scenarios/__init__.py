@@ -1,11 +1,14 @@
-"""The seven scenarios of issue 6, each a ``run(ctx) -> dict`` of raw figures and tables."""
+"""The scenarios, each a ``run(ctx) -> dict`` of raw figures and tables.
+
+The seven of issue 6, then the binary log's cost (binlog), which runs on private servers.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from benchmarks.harness import Context
-from benchmarks.scenarios import drain, enqueue, history, idle, latency, purge, sweep
+from benchmarks.scenarios import binlog, drain, enqueue, history, idle, latency, purge, sweep
 
 SCENARIOS: dict[str, Callable[[Context], dict]] = {
     "drain": drain.run,
@@ -15,4 +18,5 @@ SCENARIOS: dict[str, Callable[[Context], dict]] = {
     "purge": purge.run,
     "sweep": sweep.run,
     "idle": idle.run,
+    "binlog": binlog.run,
 }

@@ -10,7 +10,9 @@ N jobs within the time cap is measured over the jobs it finished by then (steady
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from benchmarks.backlog import Backlog
 from benchmarks.harness import Context, agent, interleaved
@@ -52,11 +54,17 @@ def measure(
     cap: float,
     env: dict[str, str] | None = None,
     refill: bool = True,
+    server_pid: int | None = None,
 ) -> dict[str, object]:
-    """Refill the queue, start the workers, time the drain; return one run's figures."""
+    """Refill the queue, start the workers, time the drain; return one run's figures.
+
+    ``server_pid`` names the database server whose CPU is counted when it is not the shared
+    one (a private server that a scenario started).
+    """
     if refill:
         backlog.restore()
-    server = "redis-server" if system.name == "celery" else "mariadbd"
+    name = "redis-server" if system.name == "celery" else "mariadbd"
+    server = partial(server_cpu_seconds, name, server_pid)
     log = ctx.work / "logs" / f"drain-{system.name}-{shape.label}.log"
     extra = {"BENCH_WORKERS": str(shape.processes), **(env or {})}
     fleet = Fleet.start(
@@ -68,14 +76,16 @@ def measure(
         fleet.stop()
 
 
-def _watch(backlog: Backlog, fleet: Fleet, server: str, count: int, cap: float) -> dict:
+def _watch(
+    backlog: Backlog, fleet: Fleet, server: Callable[[], float], count: int, cap: float
+) -> dict:
     launched = time.monotonic()
     first: tuple[float, int, float, float] | None = None
     while True:
         left = backlog.remaining()
         now = time.monotonic()
         if first is None and left < count:
-            first = (now, left, fleet.cpu_seconds(), server_cpu_seconds(server))
+            first = (now, left, fleet.cpu_seconds(), server())
         if first is None and now - launched > START_TIMEOUT:
             return {"error": "no job finished within the start timeout"}
         if first is not None and (left == 0 or now - first[0] > cap):
@@ -83,7 +93,7 @@ def _watch(backlog: Backlog, fleet: Fleet, server: str, count: int, cap: float) 
         if not fleet.alive():
             return {"error": "the workers exited early"}
         time.sleep(POLL)
-    cpu, server_cpu = fleet.cpu_seconds(), server_cpu_seconds(server)
+    cpu, server_cpu = fleet.cpu_seconds(), server()
     rss = fleet.rss_mib()
     t0, left0, cpu0, server0 = first
     done = left0 - left

@@ -11,25 +11,36 @@ from __future__ import annotations
 from benchmarks.backlog import Backlog
 from benchmarks.harness import Context, agent, interleaved
 from benchmarks.stats import summary
+from benchmarks.systems import System
 
 MODES = ("single", "txn", "bulk")
 
 
-def run(ctx: Context) -> dict[str, object]:
-    counts = {
+def mode_counts(ctx: Context) -> dict[str, int]:
+    """Jobs per run of each mode (the binlog scenario uses the same counts)."""
+    return {
         "single": ctx.scale(2_000, 200),
         "txn": ctx.scale(5_000, 500),
         "bulk": ctx.scale(20_000, 2_000),
     }
+
+
+def rate(system: System, mode: str, count: int) -> float | None:
+    """Empty the system's queue, enqueue ``count`` jobs in ``mode``; return jobs per second."""
+    Backlog(system).empty()
+    seconds = agent(system, "enqueue", mode, str(count))["seconds"]
+    return count / seconds if seconds else None
+
+
+def run(ctx: Context) -> dict[str, object]:
+    counts = mode_counts(ctx)
     systems = ctx.chosen(("ours", "raw", "tasksdb", "ox", "q2", "celery"))
     runs: dict[str, dict[str, list[float | None]]] = {}
     for rep, mode, system in interleaved(ctx.reps, MODES, systems):
-        Backlog(system).empty()
-        seconds = agent(system, "enqueue", mode, str(counts[mode]))["seconds"]
-        rate = counts[mode] / seconds if seconds else None
-        runs.setdefault(mode, {}).setdefault(system.name, []).append(rate)
-        if rate is not None:
-            ctx.say(f"enqueue {mode} rep {rep + 1} {system.label}: {rate:.0f} jobs/s")
+        per_s = rate(system, mode, counts[mode])
+        runs.setdefault(mode, {}).setdefault(system.name, []).append(per_s)
+        if per_s is not None:
+            ctx.say(f"enqueue {mode} rep {rep + 1} {system.label}: {per_s:.0f} jobs/s")
     for system in systems:
         Backlog(system).empty()
     table = {
