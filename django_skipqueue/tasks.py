@@ -9,7 +9,11 @@ from typing import Any
 
 from django.tasks import Task
 
-from .exceptions import TaskNotFound
+from .exceptions import InvalidTaskOption, TaskNotFound
+
+#: Options the worker reads from the task its module defines, not from the job row: a value
+#: given to ``using()`` would never reach the worker, so ``using()`` refuses them.
+DECORATOR_ONLY = frozenset({"retry_backoff", "transactional"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -17,7 +21,8 @@ class SkipQueueTask(Task):
     """A ``django.tasks.Task`` with the options this backend understands.
 
     Set them with ``@task(max_attempts=3, timeout=30)`` or per call with
-    ``my_task.using(idempotency_key="order-42").enqueue(...)``. None means "the default".
+    ``my_task.using(idempotency_key="order-42").enqueue(...)``, except ``retry_backoff`` and
+    ``transactional``, which only the decorator sets. None means "the default".
     """
 
     # Attempts before the job ends failed (SKIPQUEUE_MAX_ATTEMPTS).
@@ -43,6 +48,12 @@ class SkipQueueTask(Task):
         **options: Any,
     ) -> SkipQueueTask:
         """Create a new Task with modified defaults, including this backend's options."""
+        refused = sorted(DECORATOR_ONLY & options.keys())
+        if refused:
+            raise InvalidTaskOption(
+                f"{', '.join(refused)} can only be set on the @task decorator: the worker "
+                "reads it from the task its module defines, not from the job."
+            )
         task: Task = Task.using(
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
         )

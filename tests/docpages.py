@@ -77,7 +77,9 @@ def items(path: Path) -> list[Block | Directive]:
         )
         indent = len(lines[start]) - len(lines[start].lstrip())
         body = "\n".join(line[indent:] for line in lines[start + 1 : end])
-        blocks.append(Block(path, start + 1, match.group(3), body + "\n"))
+        # A MyST directive ({note}, {mermaid}) is named by the directive: it is prose, not code.
+        language = match.group(3) or (match.group(2) or "").strip()
+        blocks.append(Block(path, start + 1, language, body + "\n"))
         index = end + 1
     return blocks
 

@@ -31,8 +31,16 @@ from tests.tutorial_runner import Runner
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = docpages.DOCS / "tutorial" / "index.md"
 TESTING_HOWTO = docpages.DOCS / "howto" / "testing.md"
-#: How-to pages followed in a project of their own (tests/howto_project), with their checks.
-HOWTO_PAGES = ["outbox.md", "exactly-once.md", "monitor-and-pause.md"]
+#: Pages (under docs/) followed in a project of their own (tests/howto_project), with their checks.
+HOWTO_PAGES = [
+    "howto/outbox.md",
+    "howto/exactly-once.md",
+    "howto/monitor-and-pause.md",
+    "reference/task-options.md",
+    "howto/run-workers.md",
+    "reference/signals.md",
+    "howto/configure.md",
+]
 MANAGE = re.compile(r"^\$ (?:\S+=\S+ )*python manage\.py (\S+)(.*)$")
 README_COMMAND = re.compile(r"^\$ (bash scripts/\S+)$", re.MULTILINE)
 #: The tutorial and the demo run in temporary projects on SQLite (and MySQL when the suite runs
@@ -112,7 +120,7 @@ def test_testing_howto(tutorial: Runner):
 def test_howto_page(page: str, tmp_path: Path):
     """Follow a how-to page in a project of its own, with real workers; its checks must pass."""
     runner = Runner(tmp_path)
-    mysql = _mysql_database(re.sub(r"\W", "_", page.removesuffix(".md")))
+    mysql = _mysql_database(re.sub(r"\W", "_", Path(page).stem))
     if mysql:
         settings, name = mysql
         runner.database = {
@@ -123,7 +131,7 @@ def test_howto_page(page: str, tmp_path: Path):
         _mysql(settings, f"DROP DATABASE IF EXISTS {name}")
         _mysql(settings, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
     try:
-        runner.follow(docpages.DOCS / "howto" / page, mysql=mysql is not None)
+        runner.follow(docpages.DOCS / page, mysql=mysql is not None)
     except BaseException:
         print("\n".join(runner.log[-40:]))
         raise

@@ -233,6 +233,9 @@ BAD_INPUT = [
     ("max_attempts", lambda: noop.using(max_attempts=0).enqueue(), InvalidTaskOption, "1 to"),
     ("timeout", lambda: noop.using(timeout="5").enqueue(), InvalidTaskOption, "timeout"),
     ("key", lambda: noop.using(idempotency_key="").enqueue(), InvalidTaskOption, "1 to 191"),
+    # The worker reads these two from the decorated task: a per-call value would be lost.
+    ("per-call backoff", lambda: noop.using(retry_backoff=5), InvalidTaskOption, "decorator"),
+    ("per-call transactional", lambda: noop.using(transactional=True), InvalidTaskOption, "@task"),
 ]
 
 

@@ -13,8 +13,12 @@ Conventions of the pages it runs (the tutorial states them in a comment at its t
   ``# <path>: add at the end`` appends to it; a trailing ``(SQLite only)`` limits the block to a
   project on SQLite. Any other python block is an error: every sample must be accounted for.
 - ``pycon`` blocks are run by doctest inside ``python manage.py shell``.
-- ``text`` blocks are illustrations (a log excerpt, the statements a worker sends): not run.
-- ``<!-- tutorial-test: ... -->`` comments are instructions: see ``Runner.directive``. A how-to
+- ``text`` blocks are illustrations (a log excerpt, the statements a worker sends): not run,
+  nor are MyST directives such as ``{note}``.
+- ``<!-- tutorial-test: ... -->`` comments are instructions: see ``Runner.directive``. A block
+  that cannot run (a fragment of a larger program, a production service file) follows
+  ``skip next block: <reason>``; ``next block as <path>: add at the end`` appends a fragment
+  (a few settings) to a file of the project. A how-to
   page starts with ``project with <app> ...`` (a project from tests/howto_project holding the
   modules its samples import but do not define) and has ``run checks/<name>.py`` lines, scripts
   of that project that exercise the page's code and assert on the outcome.
@@ -88,6 +92,10 @@ class Runner:
     checks: list[str] = field(default_factory=list)
     #: Where the next python block goes when it has no ``# <path>`` line (``next block as``).
     next_path: str | None = None
+    #: Whether ``next_path`` is appended to (``next block as <path>: add at the end``).
+    next_append: bool = False
+    #: Why the next block is not run (``skip next block: <reason>``).
+    skip_reason: str | None = None
     log: list[str] = field(default_factory=list)
     stopped_at: str | None = None
 
@@ -115,13 +123,17 @@ class Runner:
 
     def block(self, block: Block) -> None:
         self.log.append(f"--- {block.where} ({block.language})")
+        if self.skip_reason:
+            self.log.append(f"not run: {self.skip_reason}")
+            self.skip_reason = None
+            return
         if block.language == "console":
             self.console(block)
         elif block.language == "pycon":
             self.pycon(block)
         elif block.language in ("python", "ini"):
             self.file(block)
-        elif block.language != "text":
+        elif block.language != "text" and not block.language.startswith("{"):
             raise AssertionError(f"{block.where}: no rule to run a {block.language!r} block")
 
     # Blocks
@@ -165,7 +177,7 @@ class Runner:
     def file(self, block: Block) -> None:
         if self.next_path:
             path, self.next_path = self.next_path, None
-            self.write(path, block.text, append=False)
+            self.write(path, block.text, append=self.next_append)
             return
         first = block.text.splitlines()[0]
         match = FILE_MARKER.match(first)
@@ -194,7 +206,16 @@ class Runner:
             self.start("runworkers", "python manage.py runworkers --processes 1 --threads 1")
             self.run(WAIT_FOR_HEALTH, None)
         elif directive.text.startswith("next block as "):
-            self.next_path = directive.text.removeprefix("next block as ")
+            path = directive.text.removeprefix("next block as ")
+            self.next_path = path.removesuffix(": add at the end")
+            self.next_append = path != self.next_path
+        elif directive.text.startswith("skip next block: "):
+            self.skip_reason = directive.text.removeprefix("skip next block: ").strip()
+            assert self.skip_reason, (
+                f"{page.name}:{directive.line}: a skipped block needs a reason"
+            )
+        elif directive.text == "wait for runworkers":
+            self.run(WAIT_FOR_HEALTH, None)
         elif directive.text == "stop runworkers":
             self.stop("runworkers", signal.SIGINT)
         elif directive.text == "admin pages":
