@@ -40,7 +40,22 @@ HOWTO_PAGES = [
     "howto/run-workers.md",
     "reference/signals.md",
     "howto/configure.md",
+    "howto/schedule-maintenance.md",
+    "reference/backend.md",
+    "reference/workers.md",
+    "howto/replicas.md",
 ]
+#: What a page names but a test cannot have, and the stand-in written instead: the database
+#: servers of replicas.md become the project's own database (its settings' PROJECT["database"]),
+#: so that its replica aliases are other connections to the same database.
+STAND_INS = {
+    "howto/replicas.md": {
+        f'{{"ENGINE": "django.db.backends.mysql", "HOST": "{host}", "NAME": "shop"}}': (
+            'PROJECT["database"]'
+        )
+        for host in ("db-primary", "db-replica-1", "db-replica-2")
+    },
+}
 MANAGE = re.compile(r"^\$ (?:\S+=\S+ )*python manage\.py (\S+)(.*)$")
 README_COMMAND = re.compile(r"^\$ (bash scripts/\S+)$", re.MULTILINE)
 #: The tutorial and the demo run in temporary projects on SQLite (and MySQL when the suite runs
@@ -119,7 +134,7 @@ def test_testing_howto(tutorial: Runner):
 @pytest.mark.parametrize("page", HOWTO_PAGES)
 def test_howto_page(page: str, tmp_path: Path):
     """Follow a how-to page in a project of its own, with real workers; its checks must pass."""
-    runner = Runner(tmp_path)
+    runner = Runner(tmp_path, replacements=dict(STAND_INS.get(page, {})))
     mysql = _mysql_database(re.sub(r"\W", "_", Path(page).stem))
     if mysql:
         settings, name = mysql
