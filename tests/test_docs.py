@@ -19,6 +19,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,20 @@ def _mysql(settings: dict[str, str], statement: str) -> None:
         link.close()
 
 
+@contextmanager
+def _cleaned_up(runner: Runner, mysql: tuple[dict[str, str], str] | None) -> Iterator[None]:
+    """Stop what the page started and drop its database; on failure, show the page's last steps."""
+    try:
+        yield
+    except BaseException:
+        print("\n".join(runner.log[-40:]))
+        raise
+    finally:
+        runner.kill_all()
+        if mysql:
+            _mysql(mysql[0], f"DROP DATABASE IF EXISTS {mysql[1]}")
+
+
 @pytest.fixture(scope="module")
 def tutorial(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
     """The tutorial followed from its first command to its last, once per module."""
@@ -99,16 +114,9 @@ def tutorial(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
         runner.replacements = {'"NAME": "mysite"': f'"NAME": "{name}"'}
         runner.replacements["CREATE DATABASE mysite"] = f"CREATE DATABASE {name}"
         _mysql(settings, f"DROP DATABASE IF EXISTS {name}")
-    try:
+    with _cleaned_up(runner, mysql):
         runner.follow(TUTORIAL, mysql=mysql is not None)
         yield runner
-    except BaseException:
-        print("\n".join(runner.log[-40:]))
-        raise
-    finally:
-        runner.kill_all()
-        if mysql:
-            _mysql(mysql[0], f"DROP DATABASE IF EXISTS {mysql[1]}")
 
 
 @pytest.mark.slow
@@ -145,15 +153,8 @@ def test_howto_page(page: str, tmp_path: Path):
         }
         _mysql(settings, f"DROP DATABASE IF EXISTS {name}")
         _mysql(settings, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
-    try:
+    with _cleaned_up(runner, mysql):
         runner.follow(docpages.DOCS / page, mysql=mysql is not None)
-    except BaseException:
-        print("\n".join(runner.log[-40:]))
-        raise
-    finally:
-        runner.kill_all()
-        if mysql:
-            _mysql(mysql[0], f"DROP DATABASE IF EXISTS {mysql[1]}")
     assert runner.stopped_at is None
     assert runner.checks, f"{page} has no 'run checks/...' directive: nothing was asserted"
 
