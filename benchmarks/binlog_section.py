@@ -1,11 +1,22 @@
-"""Scenario 8's section of docs/benchmarks.md: binary log on ÷ off, the servers, what it means."""
+"""Scenario 8's section of docs/benchmarks.md: binary log on ÷ off, the servers, what it means.
+
+The figures are tabulated again from the runs (``binlog.table_of``), so a run recorded before
+the MINIMAL server existed still renders, with "–" where that server's figures would be.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from benchmarks.report_text import BINLOG_TEXT, scenario_notes
+from benchmarks.scenarios.binlog import BASELINE, SERVERS, table_of
 from benchmarks.systems import SYSTEMS
+
+#: Column titles of the servers, in the order of SERVERS, and their short names.
+LABELS = {"off": "binlog off", "on": "binlog on, FULL", "minimal": "binlog on, MINIMAL"}
+SHORT = {"off": "off", "on": "FULL", "minimal": "MINIMAL"}
+#: The servers that write a binary log, each compared with the baseline.
+LOGGED = tuple(name for name in SERVERS if name != BASELINE)
 
 FIGURES = {
     "jobs_per_s": ("jobs/s", 0),
@@ -29,8 +40,14 @@ SETTINGS = (
 def section(result: dict[str, Any], figure: str | None = None) -> str:
     if not result.get("table"):
         return ""
+    table = table_of(result.get("runs") or {})
     return "\n\n".join(
-        [scenario_notes("binlog", result), _figures(result), _servers(result), _meaning(result)]
+        [
+            scenario_notes("binlog", result),
+            _figures(result, table),
+            _servers(result),
+            _meaning(table),
+        ]
     )
 
 
@@ -45,36 +62,45 @@ def _test_label(result: dict[str, Any], test: str) -> str:
     }[kind]
 
 
-def _figures(result: dict[str, Any]) -> str:
-    from benchmarks.report import cell, table, times
+def _figures(result: dict[str, Any], table: dict[str, dict[str, dict]]) -> str:
+    from benchmarks.report import cell
+    from benchmarks.report import table as markdown
 
     rows = []
-    for test, by_key in result["table"].items():
-        written = by_key.get("binlog_bytes_per_job", {}).get("on")
+    for test, by_key in table.items():
+        written = by_key.get("binlog_bytes_per_job", {})
         for key, (unit, digits) in FIGURES.items():
             if key not in by_key:
                 continue
             f = by_key[key]
-            paired = f["paired"]
             rows.append(
                 [
                     f"{_test_label(result, test)}: {unit}",
-                    cell(f["off"], digits),
-                    cell(f["on"], digits),
-                    times(f["ratio"]),
-                    f"{times(paired['min'])}–{times(paired['max'])}" if paired["runs"] else "–",
-                    cell(written) if key == "jobs_per_s" else "",
+                    *(cell(f.get(name), digits) for name in SERVERS),
+                    *(_ratio(f, name) for name in LOGGED),
+                    *(cell(written.get(name)) if key == "jobs_per_s" else "" for name in LOGGED),
                 ]
             )
     header = [
         "Measure",
-        "binlog off",
-        "binlog on",
-        "on ÷ off",
-        "on ÷ off, each repetition",
-        "binary log bytes/job",
+        *(LABELS[name] for name in SERVERS),
+        *(f"{SHORT[name]} ÷ off [each repetition]" for name in LOGGED),
+        *(f"binary log bytes/job, {SHORT[name]}" for name in LOGGED),
     ]
-    return table(header, rows)
+    return markdown(header, rows)
+
+
+def _ratio(figure: dict[str, Any], name: str) -> str:
+    """'ratio of medians [lowest–highest ratio of one repetition]', or '–'."""
+    from benchmarks.report import times
+
+    median = (figure.get("ratio") or {}).get(name)
+    paired = (figure.get("paired") or {}).get(name) or {}
+    if median is None:
+        return "–"
+    if not paired.get("runs"):
+        return times(median)
+    return f"{times(median)} [{times(paired['min'])}–{times(paired['max'])}]"
 
 
 def _servers(result: dict[str, Any]) -> str:
@@ -84,17 +110,20 @@ def _servers(result: dict[str, Any]) -> str:
     servers = conditions.get("servers") or {}
     if not servers:
         return ""
-    off, on = servers.get("off", {}), servers.get("on", {})
+    described = [servers.get(name) or {} for name in SERVERS]
     rows = [
-        ["options", _code(off.get("options")), _code(on.get("options"))],
-        *([name, str(off.get(name)), str(on.get(name))] for name in SETTINGS),
+        ["options", *(_code(server.get("options")) for server in described)],
+        *(
+            [setting, *(str(server.get(setting, "–")) for server in described)]
+            for setting in SETTINGS
+        ),
     ]
     common = _code(conditions.get("common_options"))
     where = conditions.get("data_filesystem", "unknown")
     return (
-        table(["Private server", "binlog off", "binlog on"], rows)
-        + f"\n\nBoth servers: `mariadbd --no-defaults` (tests/mariadb_server.py) with {common};"
-        f" both data directories on {where}. The shared server on 3306 is not used."
+        table(["Private server", *(LABELS[name] for name in SERVERS)], rows)
+        + f"\n\nEvery server: `mariadbd --no-defaults` (tests/mariadb_server.py) with {common};"
+        f" their data directories on {where}. The shared server on 3306 is not used."
     )
 
 
@@ -102,16 +131,14 @@ def _code(options: list[str] | None) -> str:
     return " ".join(f"`{option}`" for option in options or []) or "–"
 
 
-def _meaning(result: dict[str, Any]) -> str:
+def _meaning(table: dict[str, dict[str, dict]]) -> str:
     from benchmarks.report import times
-
-    table = result["table"]
 
     def median(test: str, key: str, server: str) -> float | None:
         return table.get(test, {}).get(key, {}).get(server, {}).get("median")
 
-    def ratio(test: str, key: str = "jobs_per_s") -> str:
-        return times(table.get(test, {}).get(key, {}).get("ratio"))
+    def ratio(test: str, key: str = "jobs_per_s", server: str = "on") -> str:
+        return times((table.get(test, {}).get(key, {}).get("ratio") or {}).get(server))
 
     def added_ms(test: str) -> str:
         """The time per job the binary log adds (from the medians of the rates)."""
@@ -121,9 +148,15 @@ def _meaning(result: dict[str, Any]) -> str:
         added = 1000 / on - 1000 / off
         return f"{abs(added):.2f} ms {'more' if added >= 0 else 'less'}"
 
-    def written(test: str) -> str:
-        value = median(test, "binlog_bytes_per_job", "on")
+    def written(test: str, server: str = "on") -> str:
+        value = median(test, "binlog_bytes_per_job", server)
         return "–" if value is None else f"{value:,.0f}"
+
+    def minimal_share(test: str) -> str:
+        """MINIMAL's binary log bytes per job ÷ FULL's."""
+        full = median(test, "binlog_bytes_per_job", "on")
+        minimal = median(test, "binlog_bytes_per_job", "minimal")
+        return times(minimal / full if full and minimal is not None else None)
 
     return BINLOG_TEXT.format(
         single_ours=ratio("single/ours"),
@@ -137,4 +170,12 @@ def _meaning(result: dict[str, Any]) -> str:
         drain_raw=ratio("drain/raw"),
         bytes_bulk=written("bulk/ours"),
         bulk_ours=ratio("bulk/ours"),
+        minimal_bytes_drain=written("drain/ours", "minimal"),
+        minimal_share_drain=minimal_share("drain/ours"),
+        minimal_bytes_bulk=written("bulk/ours", "minimal"),
+        minimal_share_bulk=minimal_share("bulk/ours"),
+        minimal_drain_ours=ratio("drain/ours", server="minimal"),
+        minimal_drain_raw=ratio("drain/raw", server="minimal"),
+        minimal_single_ours=ratio("single/ours", server="minimal"),
+        minimal_bulk_ours=ratio("bulk/ours", server="minimal"),
     ).strip()

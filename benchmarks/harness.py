@@ -66,16 +66,24 @@ def agent(
 
 
 def interleaved[C, S](
-    reps: int, configs: Sequence[C], systems: Sequence[S]
+    reps: int, configs: Sequence[C], systems: Sequence[S], rotate: bool = False
 ) -> Iterator[tuple[int, C, S]]:
     """Yield (rep, config, system) with the systems alternating inside each config: ABAB.
 
     Every repetition walks all configurations, so slow drift of the machine (another
     process, the buffer pool warming up, the redo log filling) hits every system alike.
+    By default odd repetitions reverse the order (ABC, CBA), which leaves the middle system
+    in the middle; ``rotate`` shifts it by one each repetition instead (ABC, BCA, CAB), so
+    over as many repetitions as systems each one runs once in every position. With two
+    systems both give AB, BA.
     """
     for rep in range(reps):
         for config in configs:
-            order = list(systems) if rep % 2 == 0 else list(reversed(systems))
+            if rotate:
+                shift = rep % len(systems) if systems else 0
+                order = list(systems[shift:]) + list(systems[:shift])
+            else:
+                order = list(systems) if rep % 2 == 0 else list(reversed(systems))
             for system in order:
                 yield rep, config, system
 

@@ -1,15 +1,18 @@
-"""Scenario 8, binary log: drain and enqueue with the binary log on, against off.
+"""Scenario 8, binary log: drain and enqueue with the binary log on (FULL, MINIMAL), against off.
 
 MySQL 8.0 and later write a binary log by default and a production MariaDB usually keeps one
-for replication, while the other scenarios ran with it off. This one starts two private
+for replication, while the other scenarios ran with it off. This one starts three private
 MariaDB servers (`mariadbd` of the same installation, each in its own temporary directory)
 with the same settings, `innodb_flush_log_at_trx_commit=1`, READ COMMITTED and a 128 MiB
-buffer pool, except the binary log: off, or `--log-bin --binlog-format=ROW --sync-binlog=1`.
-Against each, alternating between them (off then on, then on then off), it runs the drain of
-N no-op jobs at 4 processes × 4 threads (claim batch 4) by django-skipqueue and by the raw SQL
-reference, as scenario 1 does, and the single (one transaction per job) and bulk enqueues of
-scenario 2. Figures are binlog on ÷ off, both measured in the same run; the binary log
-written per job is the server's `Binlog_bytes_written` over the measured operation.
+buffer pool, except the binary log: off; on with `--log-bin --binlog-format=ROW
+--sync-binlog=1` and the default row image (FULL); and the same with
+`--binlog-row-image=MINIMAL`. Against each in turn, the order rotating from one repetition to
+the next (off, FULL, MINIMAL; then FULL, MINIMAL, off; then MINIMAL, off, FULL), it runs the
+drain of N no-op jobs at 4 processes × 4 threads (claim batch 4) by django-skipqueue and by the
+raw SQL reference, as scenario 1 does, and the single (one transaction per job) and bulk
+enqueues of scenario 2. Figures are FULL ÷ off and MINIMAL ÷ off, all measured in the same
+run; the binary log written per job is the server's `Binlog_bytes_written` over the measured
+operation.
 """
 
 from __future__ import annotations
@@ -31,17 +34,20 @@ from benchmarks.stats import ratio, summary
 from benchmarks.systems import System
 from tests.mariadb_server import PrivateMariaDB, available
 
-#: Server options both servers get (PrivateMariaDB adds --no-defaults and its own paths).
+#: Server options every server gets (PrivateMariaDB adds --no-defaults and its own paths).
 COMMON = (
     "--innodb-flush-log-at-trx-commit=1",
     "--innodb-buffer-pool-size=128M",
     "--transaction-isolation=READ-COMMITTED",
 )
-#: The one difference between the two servers.
+#: What sets the servers apart; the others are divided by BASELINE.
+LOG_BIN = ("--log-bin=binlog", "--binlog-format=ROW", "--sync-binlog=1")
 SERVERS = {
     "off": ("--skip-log-bin",),
-    "on": ("--log-bin=binlog", "--binlog-format=ROW", "--sync-binlog=1"),
+    "on": LOG_BIN,
+    "minimal": (*LOG_BIN, "--binlog-row-image=MINIMAL"),
 }
+BASELINE = "off"
 SHAPE = drain.Shape(4, 4)
 MEASURES = ("drain", "single", "bulk")
 #: The figures kept for each measure (rates for all; CPU only where workers run).
@@ -67,7 +73,8 @@ def run(ctx: Context) -> dict[str, object]:
             name: _prepare(ctx, server, systems, count) for name, server in servers.items()
         }
         conditions = _conditions(servers, folder)
-        for rep, (kind, system), name in interleaved(ctx.reps, tests, list(servers)):
+        order = interleaved(ctx.reps, tests, list(servers), rotate=True)
+        for rep, (kind, system), name in order:
             server, backlog = servers[name], backlogs[name][system.name]
             with pointed_at(server):
                 if kind == "drain":
@@ -82,14 +89,14 @@ def run(ctx: Context) -> dict[str, object]:
         "counts": {"single": counts["single"], "bulk": counts["bulk"]},
         "shape": SHAPE.label,
         "runs": runs,
-        "table": _table(runs),
+        "table": table_of(runs),
         "conditions": conditions,
     }
 
 
 @contextmanager
 def private_servers(ctx: Context) -> Iterator[tuple[dict[str, PrivateMariaDB], Path]]:
-    """Start the two servers in a temporary directory; stop them and remove it, come what may."""
+    """Start the servers in a temporary directory; stop them and remove it, come what may."""
     if not available():
         raise RuntimeError("the binlog scenario needs mariadbd and mariadb-install-db")
     folder = Path(tempfile.mkdtemp(prefix="sq-bench-binlog-"))
@@ -186,21 +193,29 @@ def _brief(figures: dict) -> str:
     return text + (f", {logged:.0f} binlog bytes/job" if logged else "")
 
 
-def _table(runs: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, dict]]:
-    """Per test and figure: off and on (median, range), on ÷ off, and on ÷ off per repetition.
+def table_of(runs: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, dict]]:
+    """Per test and figure: each server's summary (median, range) under its name, and under
+    "ratio" and "paired" each server's median ÷ the baseline's and the per-repetition ratios.
 
-    The per-repetition ratios pair the runs of one repetition, which ran back to back.
+    The per-repetition ratios pair the runs of one repetition, which ran back to back. A
+    server missing from ``runs`` (a run taken before it was added) gets empty figures, so the
+    report of an older run shows "–" for it.
     """
     table: dict[str, dict[str, dict]] = {}
     for test, by_server in runs.items():
         for key in KEYS[test.split("/")[0]]:
-            off = [r.get(key) for r in by_server.get("off", [])]
-            on = [r.get(key) for r in by_server.get("on", [])]
-            off_figure, on_figure = summary(off), summary(on)
-            table.setdefault(test, {})[key] = {
-                "off": off_figure,
-                "on": on_figure,
-                "ratio": ratio(on_figure["median"], off_figure["median"]),
-                "paired": summary([ratio(b, a) for a, b in zip(off, on, strict=False)]),
+            values = {name: [r.get(key) for r in by_server.get(name, [])] for name in SERVERS}
+            figures: dict = {name: summary(found) for name, found in values.items()}
+            base = values[BASELINE]
+            figures["ratio"] = {
+                name: ratio(figures[name]["median"], figures[BASELINE]["median"])
+                for name in SERVERS
+                if name != BASELINE
             }
+            figures["paired"] = {
+                name: summary([ratio(b, a) for a, b in zip(base, values[name], strict=False)])
+                for name in SERVERS
+                if name != BASELINE
+            }
+            table.setdefault(test, {})[key] = figures
     return table
