@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -17,6 +18,8 @@ from .statements import slot_float, slot_int, slot_str
 
 if TYPE_CHECKING:
     from .models import Job
+
+logger = logging.getLogger("django_skipqueue.claim")
 
 # Importing models here would be circular; the manager reads the statuses lazily.
 READY, SCHEDULED, CLAIMED = "ready", "scheduled", "claimed"
@@ -86,8 +89,11 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
             claimed_ids += self._claim_with_retry(queue_name, wanted, owner, lease)
         if not claimed_ids:
             return []
-        by_id = {job.pk: job for job in self._fetch(claimed_ids)}
-        return [by_id[pk] for pk in claimed_ids]
+        by_id = {job.pk: job for job in self._fetch(claimed_ids, owner)}
+        if len(by_id) < len(claimed_ids):
+            lost = [pk for pk in claimed_ids if pk not in by_id]
+            logger.warning("claims taken over before they were read jobs=%s owner=%s", lost, owner)
+        return [by_id[pk] for pk in claimed_ids if pk in by_id]
 
     def _claim_with_retry(
         self, queue_name: str, limit: int, owner: str, lease: float | None
@@ -124,16 +130,28 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
         fields = claimed_fields(slot_str(count), None if lease is None else slot_float(count + 1))
         return statements.compile_update(rows, fields, count + (1 if lease is None else 2))
 
-    def _fetch(self, ids: list[int]) -> list[Job]:
-        """Read the claimed rows, payloads included, by primary key (after the commit)."""
+    def _fetch(self, ids: list[int], owner: str) -> list[Job]:
+        """Read the claimed rows, payloads included, by primary key (after the commit).
+
+        Only rows still claimed by ``owner`` are read: a process paused between the commit
+        and this read (a stall, SIGSTOP) may find a row that the reaper has taken back and
+        another worker claimed, or finished, since. Such a row is not this claim's any more;
+        reading it would hand the caller another owner's lease and attempt to run under.
+        """
+        count = len(ids)
         fetch = statements.cached(
             self.db,
-            ("claim-fetch", len(ids)),
+            ("claim-fetch", count),
             lambda: statements.compile_select(
-                self.filter(pk__in=[slot_int(i) for i in range(len(ids))]), len(ids)
+                self.filter(
+                    pk__in=[slot_int(i) for i in range(count)],
+                    owner=slot_str(count),
+                    status=CLAIMED,
+                ),
+                count + 1,
             ),
         )
-        return statements.fetch_models(self.model, self.db, fetch, ids)
+        return statements.fetch_models(self.model, self.db, fetch, [*ids, owner])
 
     def claimable(self, queue_name: str) -> models.QuerySet[Job, int]:
         """The locking read of a claim: keys only, in exactly the claim index's order."""

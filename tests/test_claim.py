@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from django_skipqueue import transitions
+from django_skipqueue import reaper, transitions
+from django_skipqueue.dbtime import DatabaseNowPlus
+from django_skipqueue.managers import JobManager
 from django_skipqueue.models import Job, JobStatus
 from tests.tasks import echo, noop
 
@@ -170,3 +173,34 @@ def test_failure_with_retry_schedules_the_job_and_keeps_the_error():
     assert job.status == "scheduled"
     assert timedelta(seconds=55) < job.run_after - timezone.now() < timedelta(seconds=65)
     assert job.errors == [error] and job.worker_ids == ["w"]
+
+
+@pytest.mark.skip_locked
+def test_a_claim_taken_over_before_its_rows_are_read_is_not_returned(monkeypatch):
+    """A claimer paused between its commit and its read must not run another owner's claim.
+
+    The pause is reproduced by running the reaper and a second claimer, for real, at that
+    exact point: the stale claimer would otherwise get the row as the other owner holds it
+    (its owner and attempt), and its fenced completion would pass as the other's.
+    """
+    [job_id] = [int(noop.using(lease=1).enqueue().id)]
+    original_fetch = JobManager._fetch
+    taken: list[Job] = []
+    paused: list[bool] = []
+
+    def fetch_after_a_takeover(manager: JobManager, *arguments: Any) -> list[Job]:
+        if not paused:  # the stale claimer's read; the other claimer's goes through unchanged
+            paused.append(True)
+            Job.objects.filter(pk=job_id).update(lease_until=DatabaseNowPlus(-1))
+            assert reaper.reap().retried == 1
+            # Its backoff passes and the promotion makes it ready for the next claimer.
+            Job.objects.filter(pk=job_id).update(run_after=DatabaseNowPlus(-1))
+            assert reaper.promote() == 1
+            taken.extend(Job.objects.claim(["default"], limit=1, owner="other"))
+        return original_fetch(manager, *arguments)
+
+    monkeypatch.setattr(JobManager, "_fetch", fetch_after_a_takeover)
+    assert Job.objects.claim(["default"], limit=1, owner="stale") == []
+    assert [(job.pk, job.owner, job.attempts) for job in taken] == [(job_id, "other", 2)]
+    row = Job.objects.get(pk=job_id)
+    assert (row.status, row.owner, row.attempts) == (JobStatus.CLAIMED, "other", 2)

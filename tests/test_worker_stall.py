@@ -39,6 +39,11 @@ def test_a_stale_completion_is_rejected_after_another_worker_finished_the_job(
         ids = [plain.id, exactly_once.id]
         held = Job.objects.filter(pk__in=ids, owner=frozen.owner, status="claimed")
         wait_for(lambda: held.count() == 2, 60, what="both jobs claimed by the first worker")
+        # Freeze it once it holds them: a renewed lease shows it has read its claim and runs
+        # the jobs (a worker frozen between its claim's commit and that read gets nothing).
+        claimed_until = dict(held.values_list("pk", "lease_until"))
+        renewed = held.filter(lease_until__gt=max(claimed_until.values()))
+        wait_for(lambda: renewed.count() == 2, 10, what="both leases renewed")
         os.kill(frozen.pid, signal.SIGSTOP)
 
         second = Runworkers(manage_py, child_env, tmp_path / "second.log", *args)
