@@ -12,7 +12,14 @@ import pytest
 from django_skipqueue.models import Job, WorkerProcess
 from testproject.demo.models import LedgerEntry
 from tests import worker_tasks as wt
-from tests.workers import Runworkers, holder_pid, status_counts, wait_for
+from tests.workers import (
+    Runworkers,
+    all_frozen,
+    holder_pid,
+    status_counts,
+    wait_for,
+    worker_pids,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.skip_locked]
 
@@ -34,9 +41,10 @@ def test_kill_9_mid_load_loses_nothing_and_only_its_jobs_run_twice(
     try:
         wait_for(lambda: Job.objects.filter(status="succeeded").count() >= 300, timeout=120)
         victim = wait_for(lambda: holder_pid(Job.objects.claimed().values("pk")[:1]), 30)
-        os.kill(victim, signal.SIGSTOP)  # freeze it, so what it holds cannot change
-        held = held_by_pid(victim)
-        os.kill(victim, signal.SIGKILL)
+        # Freeze every process of the run, so what the victim holds is final when it is read.
+        with all_frozen(sorted({workers.process.pid, victim, *worker_pids(alive_only=True)})):
+            held = held_by_pid(victim)
+            os.kill(victim, signal.SIGKILL)
         assert held, "the killed worker held no job"
         assert workers.wait(timeout=300) == 0, workers.log()[-3000:]
     finally:

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,46 @@ def worker_pids(alive_only: bool = False) -> list[int]:
     if alive_only:
         rows = rows.filter(stopped_at__isnull=True)
     return [row.pid for row in rows if not alive_only or _alive(row.pid)]
+
+
+@contextlib.contextmanager
+def all_frozen(pids: list[int]) -> Iterator[None]:
+    """Freeze every given process (SIGSTOP) and wait until the server has finished what they sent.
+
+    A frozen client may have sent a COMMIT the server has not applied yet; reading the queue
+    before the server settles would miss it. With every client frozen and no statement of theirs
+    still running on the server, what is read inside the block is final until they resume.
+    """
+    for pid in pids:
+        kill_quietly(pid, signal.SIGSTOP)
+    try:
+        wait_for(lambda: _statements_running_for_others() == 0, 30, what="server idle")
+        yield
+    finally:
+        for pid in pids:
+            kill_quietly(pid, signal.SIGCONT)
+
+
+def _statements_running_for_others() -> int:
+    """Return how many statements other clients of this database are running now."""
+    connection = connections["default"]
+    if connection.vendor == "postgresql":
+        sql = (
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active'"
+            " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            " AND datname = current_database()"
+        )
+    elif connection.vendor == "mysql":
+        sql = (
+            "SELECT count(*) FROM information_schema.processlist"
+            " WHERE command NOT IN ('Sleep', 'Daemon', 'Binlog Dump')"
+            " AND id <> CONNECTION_ID() AND db = DATABASE()"
+        )
+    else:
+        raise NotImplementedError(f"no statement list on {connection.vendor}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return int(cursor.fetchone()[0])
 
 
 def holder_pid(job_id: int | str) -> int | None:
