@@ -69,7 +69,7 @@ class PurgeSummary:
     def describe(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
         parts = [
-            f"{verb} {self.deleted:,} rows in {self.chunks:,} chunks",
+            f"{verb} {counted(self.deleted, 'row')} in {counted(self.chunks, 'chunk')}",
             f"{format_seconds(self.seconds)} ({self.rate:,.0f} rows/s)",
             f"largest chunk {self.largest_chunk:,}",
             f"longest transaction {self.longest_transaction * 1000:.0f} ms",
@@ -115,3 +115,8 @@ class LogReporter:
     def resumed(self, purge: Purge, paused_for: float) -> None:
         self._last_pause_log = 0.0
         logger.warning("purge resumed after %s", format_seconds(paused_for))
+
+
+def counted(number: int, noun: str) -> str:
+    """Return ``number`` with ``noun`` in the singular or plural it needs ("1 row", "2 rows")."""
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
