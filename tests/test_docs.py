@@ -45,6 +45,7 @@ HOWTO_PAGES = [
     "reference/backend.md",
     "reference/workers.md",
     "howto/replicas.md",
+    "howto/migrate.md",
 ]
 #: What a page names but a test cannot have, and the stand-in written instead: the database
 #: servers of replicas.md become the project's own database (its settings' PROJECT["database"]),

@@ -1,0 +1,1 @@
+"""Reports: the app of docs/howto/migrate.md's periodic task (the page writes its command)."""
