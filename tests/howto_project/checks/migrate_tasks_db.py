@@ -60,3 +60,12 @@ assert jobs["plain"].status == "ready" and jobs["plain"].run_after is None
 
 burst("--queues", "default,emails")
 assert sorted(ran()) == ["plain", "urgent"], ran()  # "later" waits for its hour
+
+# Moving while the rows' alias still points at django-tasks-db: the jobs go to the alias given.
+Job.objects.all().delete()
+both = {**OLD_BACKEND, "queue": {"BACKEND": "django_skipqueue.backend.SkipQueueBackend"}}
+with override_settings(TASKS=both):
+    record.enqueue("old alias")
+    assert move_waiting_jobs(backend="queue") == 1
+assert not DBTaskResult.objects.filter(status="READY").exists(), "re-enqueued where it was"
+assert [job.args for job in Job.objects.all()] == [["old alias"]]
