@@ -13,6 +13,7 @@ MySQL/MariaDB when the suite does, each in a database of its own.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -58,7 +59,11 @@ STAND_INS = {
         for host in ("db-primary", "db-replica-1", "db-replica-2")
     },
 }
-MANAGE = re.compile(r"^\$ (?:\S+=\S+ )*python manage\.py (\S+)(.*)$")
+#: Code blocks whose lines are commands or carry them (service files, manifests).
+COMMAND_BLOCKS = {"console", "ini", "dockerfile", "yaml", "text", "bash", "sh"}
+SHELL_FORM = re.compile(r"python manage\.py (\w+)(.*)$")
+SHELL_OPERATOR = re.compile(r"^(\d?[<>]|[|&;])")
+EXEC_FORM = re.compile(r'\["python", "manage\.py", ((?:"[^"]*",?\s*)+)\]')
 README_COMMAND = re.compile(r"^\$ (bash scripts/\S+)$", re.MULTILINE)
 #: The tutorial and the demo run in temporary projects on SQLite (and MySQL when the suite runs
 #: there), so the PostgreSQL pass would only repeat the SQLite pass: it skips them.
@@ -160,26 +165,49 @@ def test_howto_page(page: str, tmp_path: Path):
     assert runner.checks, f"{page} has no 'run checks/...' directive: nothing was asserted"
 
 
-def _manage_py_lines() -> list[tuple[str, str, str, str]]:
-    """Every ``$ python manage.py <command> ...`` line of the docs and README."""
+def _manage_py_lines() -> list[tuple[str, str, list[str], str]]:
+    """Every ``manage.py <command> ...`` of the docs' and README's command blocks.
+
+    Shell lines (console sessions, a systemd unit's ``ExecStart``, a crontab line) up to the
+    first redirection or operator, and the exec form of Dockerfiles and Kubernetes manifests
+    (``["python", "manage.py", "runworkers", "--processes", "2", ...]``, over several lines).
+    """
     found = []
     for path in [*docpages.DOCS.rglob("*.md"), ROOT / "README.md"]:
         for block in docpages.code_blocks(path):
+            if block.language not in COMMAND_BLOCKS:
+                continue
+            for match in EXEC_FORM.finditer(block.text):
+                words = re.findall(r'"([^"]*)"', match.group(1))
+                found.append((block.where, words[0], words[1:], match.group(0)))
             for line in block.text.splitlines():
-                match = MANAGE.match(line)
-                if match:
-                    found.append((block.where, match.group(1), match.group(2), line))
+                match = SHELL_FORM.search(line)
+                if match and "[-" not in line:  # a synopsis ("[--json]") is not a command
+                    words = shlex.split(match.group(2))
+                    words = list(
+                        itertools.takewhile(lambda word: not SHELL_OPERATOR.match(word), words)
+                    )
+                    found.append((block.where, match.group(1), words, line.strip()))
     return found
 
 
 @pytest.mark.parametrize(("where", "name", "arguments", "line"), _manage_py_lines())
-def test_documented_command_lines_parse(where: str, name: str, arguments: str, line: str):
+def test_documented_command_lines_parse(where: str, name: str, arguments: list[str], line: str):
     """Every manage.py command line in the docs is accepted by that command's real parser."""
     commands = get_commands()
     assert name in commands, f"{where}: no command {name!r}"
     command = load_command_class(commands[name], name)
     parser = command.create_parser("manage.py", name)
-    parser.parse_args(shlex.split(arguments))
+    parser.parse_args(arguments)
+
+
+def test_command_lines_are_found_in_every_form():
+    """The scan above sees the unit file, the Dockerfile, the manifest and the crontab line."""
+    lines = [line for _, _, _, line in _manage_py_lines()]
+    assert any(line.startswith("ExecStart=") for line in lines)
+    assert any(line.startswith('["python", "manage.py", "runworkers"') for line in lines)
+    assert any("skipqueue_health" in line and line.startswith("[") for line in lines)
+    assert any(line.startswith("0,30 3 * * *") for line in lines)
 
 
 def test_readme_test_command_is_what_ci_runs():
