@@ -23,6 +23,8 @@ sphinx-build -q -W --keep-going -b html docs docs/_build/html
 
 step "tests on MariaDB"
 DATABASE_URL="$MYSQL_URL" pytest "$@"
+step "Django's own tasks tests against SkipQueueBackend (docs/reference/conformance.md)"
+DATABASE_URL="$MYSQL_URL" bash scripts/conformance.sh -q
 step "tests on PostgreSQL"
 DATABASE_URL="$PG_URL" pytest -m "not mysql and not browser" "$@"
 step "tests on SQLite"
