@@ -16,6 +16,7 @@ from django.tasks.signals import task_finished
 from .backend import SkipQueueBackend
 from .dbtime import read_db_now
 from .executor import Outcome
+from .outage import is_unreachable, outage
 from .outcomes import finished_result
 
 logger = logging.getLogger("django_skipqueue.worker")
@@ -62,24 +63,26 @@ class IdleBackoff:
 class DatabaseBackoff:
     """Pauses between attempts while the database is unreachable, with logging that stays sane."""
 
-    def __init__(self) -> None:
-        self.failures = 0
+    def __init__(self, using: str) -> None:
+        self.using, self.failures = using, 0
 
-    def failed(self, error: Error, using: str) -> float:
+    def failed(self, error: Error) -> float:
         """Drop the broken connection; return how long to wait before trying again."""
         self.failures += 1
         delay = min(MAX_DATABASE_PAUSE, 0.1 * 2 ** (self.failures - 1)) * random.uniform(0.5, 1)
-        if self.failures == 1 or self.failures % 10 == 0:
+        if is_unreachable(error):
+            outage(self.using).failed(error)
+        elif self.failures == 1 or self.failures % 10 == 0:
             logger.warning(
                 "database error=%r failures=%s retry_in=%.2f", error, self.failures, delay
             )
         with contextlib.suppress(Error):  # already gone
-            connections[using].close()
+            connections[self.using].close()
         return delay
 
     def reset(self) -> None:
         if self.failures:
-            logger.info("database reachable again after failures=%s", self.failures)
+            outage(self.using).recovered()
         self.failures = 0
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from django.db import DatabaseError, close_old_connections
 
 from .conf import get_settings
+from .outage import is_unreachable, outage
 from .prune import prune_metrics
 from .purge import Purge, PurgeOptions
 from .reaper import promote, reap, runner_id
@@ -111,6 +112,11 @@ class Maintenance:
         close_old_connections()
         try:
             timer.step()
-        except DatabaseError:
-            logger.exception("maintenance step=%s failed; retrying at its next turn", timer.name)
+        except DatabaseError as error:
+            if is_unreachable(error):
+                outage(self.using).failed(error)
+            else:
+                logger.exception("maintenance step=%s failed; retrying at next turn", timer.name)
             close_old_connections()
+            return
+        outage(self.using).recovered()

@@ -27,6 +27,7 @@ from .conf import get_settings
 from .metrics import Metrics
 from .models.worker import WorkerRole
 from .options import RECYCLE_EXIT_CODE, WorkerOptions
+from .outage import is_unreachable, outage
 from .owner import new_token, owner_id
 from .stopping import IMMEDIATE, STOP_SIGNALS, Stopping
 from .summary import log_summary
@@ -243,14 +244,25 @@ class Supervisor:
     def _maintain(self) -> float:
         if self.maintenance is None:
             return get_settings().HEARTBEAT_SECONDS
-        wait = self._database(self.maintenance.run_due)
-        return 1.0 if wait is None else wait
+        try:  # the loop reports its own outcome to the outage log
+            return self.maintenance.run_due()
+        except Error as error:
+            self._database_failed(error)
+            return 1.0
 
     def _database(self, work: Callable[[], T]) -> T | None:
         try:
-            return work()
+            done = work()
         except Error as error:
-            logger.warning("supervisor database error=%r", error)
-            with contextlib.suppress(Error):
-                connections[self.using].close()
+            self._database_failed(error)
             return None
+        outage(self.using).recovered()
+        return done
+
+    def _database_failed(self, error: Error) -> None:
+        if is_unreachable(error):
+            outage(self.using).failed(error)
+        else:
+            logger.warning("supervisor database error=%r", error)
+        with contextlib.suppress(Error):
+            connections[self.using].close()

@@ -62,7 +62,7 @@ class Worker:
         self.jobs = Holdings(owner, self.using, options.backend, self.metrics)
         self.executor = Executor(options.threads, options.backend, self.using, self._on_done)
         self.claimer = Claimer(options, owner, self.metrics)
-        self.db_backoff = DatabaseBackoff()
+        self.db_backoff = DatabaseBackoff(self.using)
         self.stopping = Stopping(self.waker.poke)
         self.started_jobs = self.released = 0
         self.next_beat_at = 0.0
@@ -256,7 +256,7 @@ class Worker:
         self._request_stop(GRACEFUL, f"job {running.job.pk} timed out", RECYCLE_EXIT_CODE)
 
     def _database_trouble(self, error: Error) -> None:
-        delay = self.db_backoff.failed(error, self.using)
+        delay = self.db_backoff.failed(error)
         self.reconcile = True
         self.waker.wait(delay, listen=False)
 

@@ -80,4 +80,4 @@ def test_workers_survive_killed_connections_and_a_server_restart(
     assert by_status == {"succeeded": JOBS}, by_status
     assert count(server, "SELECT COUNT(DISTINCT job_id) FROM demo_ledgerentry") == JOBS
     log = workers.log()
-    assert "database error=" in log and "database reachable again" in log
+    assert "database unreachable, retrying" in log and "database reachable again" in log

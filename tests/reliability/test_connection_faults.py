@@ -65,7 +65,9 @@ def one_worker_survived() -> WorkerProcess:
 def worker_reconnected(supervisor: Supervisor) -> bool:
     """The worker's own log lines: a database error, then the database reachable again."""
     log = supervisor.log()
-    return bool(re.search(r"^database error=", log, re.M)) and "reachable again" in log
+    return bool(re.search(r"^database unreachable, retrying", log, re.M)) and (
+        "reachable again" in log
+    )
 
 
 def executions() -> list[tuple[int, str]]:

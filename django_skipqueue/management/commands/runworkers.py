@@ -1,4 +1,9 @@
-"""``manage.py runworkers``: check the options, then hand over to the Supervisor."""
+"""``manage.py runworkers``: check the options, then hand over to the Supervisor.
+
+The system checks run once the queue's database answers, not before: Django's own checks
+connect to read the server's version, and a worker must outlive a database that is down when
+it starts, as it outlives one that goes away later.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from django_skipqueue.backend import SkipQueueBackend
 from django_skipqueue.conf import get_settings
 from django_skipqueue.options import WorkerOptions
 from django_skipqueue.owner import owner_id
+from django_skipqueue.startup import pool_size, unapplied_migrations, wait_for_database
 from django_skipqueue.supervisor import Supervisor, default_maintenance
 
 LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
@@ -87,10 +93,20 @@ class Command(BaseCommand):
                  "(default: SKIPQUEUE_IDLE_POLL_SECONDS).")  # fmt: skip
         add("--no-wakeup", action="store_true",
             help="Do not listen for wake-up datagrams; rely on polling alone.")  # fmt: skip
+        add("--force", action="store_true",
+            help="Start even with more processes than the machine's cores or the server's "
+                 "max_connections can take (a warning instead of an error).")  # fmt: skip
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        """Wait for the queue's database, then run the system checks and the command."""
+        self._configure_logging(options["verbosity"])
+        wait_for_database(self._backend(options["backend"]).database)
+        return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
         worker_options = self._worker_options(options)
-        self._configure_logging(options["verbosity"])
+        self._check_migrated(worker_options.database)
+        self._check_pool(options, worker_options.database)
         owner = owner_id()
         supervisor = Supervisor(
             worker_options,
@@ -124,6 +140,22 @@ class Command(BaseCommand):
             poll_max=options["poll_max"] or get_settings().IDLE_POLL_SECONDS,
             wakeup=not options["no_wakeup"],
         )
+
+    def _check_migrated(self, using: str) -> None:
+        missing = unapplied_migrations(using)
+        if missing:
+            raise CommandError(
+                f"The database {using!r} lacks {len(missing)} migration(s) of django-skipqueue "
+                f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): "
+                'run "python manage.py migrate" first.'
+            )
+
+    def _check_pool(self, options: dict[str, Any], using: str) -> None:
+        problems = pool_size(options["processes"], options["threads"], using).problems()
+        if problems and not options["force"]:
+            raise CommandError("; ".join(problems) + ". Use fewer, or add --force.")
+        for problem in problems:
+            logging.getLogger("django_skipqueue.supervisor").warning("%s (--force)", problem)
 
     def _backend(self, alias: str) -> SkipQueueBackend:
         try:
