@@ -9,8 +9,12 @@ class SkipQueueError(Exception):
     """Base class for django-skipqueue errors. Do not raise directly."""
 
 
-class InvalidPayload(InvalidTask):
-    """The task's arguments cannot be stored as JSON."""
+class InvalidPayload(InvalidTask, TypeError):
+    """The task's arguments cannot be stored as JSON.
+
+    A TypeError too, as Django documents for a non-JSON argument, and an InvalidTask, as the
+    other refusals at enqueue.
+    """
 
 
 class PayloadTooLarge(InvalidPayload):

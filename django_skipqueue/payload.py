@@ -46,8 +46,8 @@ def _to_json(value: Any, where: str) -> Any:
         case list() | tuple():
             return [_to_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
     raise InvalidPayload(
-        f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which is not "
-        "JSON-serialisable. Task arguments must be JSON: pass ids or plain values."
+        f"Unsupported type: {where} is a {type(value).__module__}.{type(value).__qualname__}, "
+        "which is not JSON. Task arguments must be JSON: pass ids or plain values."
     )
 
 
