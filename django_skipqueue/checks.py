@@ -32,6 +32,7 @@ def check_backend(backend: SkipQueueBackend) -> list[CheckMessage]:
         *check_time_zone(),
         *check_queue_names(backend),
         *check_wakeup_fanout(),
+        *check_shared_database(backend),
     ]
 
 
@@ -120,3 +121,51 @@ def check_wakeup_fanout() -> list[CheckMessage]:
             id="django_skipqueue.E005",
         )
     ]
+
+
+def check_shared_database(backend: SkipQueueBackend) -> list[CheckMessage]:
+    """Refuse a second SkipQueueBackend alias whose jobs table is another alias's.
+
+    Job rows do not record their alias: on a shared table each alias's workers would run the
+    other's jobs, and each alias's ``get_result()`` would report every job as its own. Queues
+    already divide the work of one alias.
+    """
+    mine = _database_identity(backend.database)
+    for alias, database in _skipqueue_aliases():
+        if alias == backend.alias:
+            return []
+        if _database_identity(database) == mine:
+            return [
+                Error(
+                    f"Task backends {alias!r} and {backend.alias!r} are both SkipQueueBackends "
+                    f"on the same database ({database!r} and {backend.database!r}).",
+                    hint="Use one alias with several QUEUES, or a database per alias. " + HINT,
+                    id="django_skipqueue.E006",
+                )
+            ]
+    return []
+
+
+def _skipqueue_aliases() -> list[tuple[str, str]]:
+    """(alias, database alias) of each SkipQueueBackend in TASKS, in settings order."""
+    from django.tasks import task_backends
+
+    from .backend import SkipQueueBackend
+
+    found = []
+    for alias in task_backends.settings:
+        try:
+            backend = task_backends[alias]
+        except Exception:  # a backend that cannot load has its own error
+            continue
+        if isinstance(backend, SkipQueueBackend):
+            found.append((alias, backend.database))
+    return found
+
+
+def _database_identity(alias: str) -> tuple[object, ...]:
+    """What makes two DATABASES aliases the same database (another alias of it too)."""
+    if alias not in settings.DATABASES:
+        return (alias,)
+    config = settings.DATABASES[alias]
+    return tuple(config.get(key) for key in ("ENGINE", "NAME", "HOST", "PORT"))

@@ -6,7 +6,7 @@ import pytest
 from django.core import checks
 from django.db import connection
 
-from django_skipqueue.checks import check_database, check_time_zone
+from django_skipqueue.checks import check_database, check_shared_database, check_time_zone
 
 
 def ids(messages) -> list[str]:
@@ -68,3 +68,25 @@ def test_unknown_database_and_bad_queue_names_are_errors(settings):
 @pytest.mark.django_db
 def test_the_project_passes_its_checks():
     assert [m for m in checks.run_checks() if m.id.startswith("django_skipqueue")] == []
+
+
+@pytest.mark.django_db
+def test_two_skipqueue_aliases_on_one_database_are_an_error(settings, monkeypatch):
+    """Job rows do not record their alias: two aliases would share (and run) each other's jobs."""
+    from django.conf import settings as live_settings
+    from django.tasks import task_backends
+
+    same = {"BACKEND": "django_skipqueue.backend.SkipQueueBackend"}
+    dummy = {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}
+    settings.TASKS = {"default": same, "dummy": dummy, "second": same}
+    [error] = [m for m in checks.run_checks() if m.id == "django_skipqueue.E006"]
+    assert "'default' and 'second'" in error.msg
+    settings.TASKS = {"default": same, "dummy": dummy}
+    assert "django_skipqueue.E006" not in ids(checks.run_checks())
+
+    # Another DATABASES alias of the same database is the same database.
+    copy = dict(live_settings.DATABASES["default"])
+    monkeypatch.setitem(live_settings.DATABASES, "same_again", copy)
+    settings.TASKS = {"default": same, "third": {**same, "OPTIONS": {"DATABASE": "same_again"}}}
+    assert ids(check_shared_database(task_backends["third"])) == ["django_skipqueue.E006"]
+    assert ids(check_shared_database(task_backends["default"])) == []
