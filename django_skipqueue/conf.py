@@ -87,6 +87,33 @@ class SkipQueueSettings:
     #: Seconds between two prunes of old counters and worker rows by the maintenance loop.
     PRUNE_INTERVAL: float = 300.0
 
+    # Outbox (django_skipqueue.outbox, skipqueue_relay).
+    #: Broker the relay publishes to: ``amqp://...`` (RabbitMQ) or ``nats://...`` (JetStream).
+    OUTBOX_BROKER_URL: str | None = None
+    #: Topics publish() accepts, each mapped to its exchange (RabbitMQ) or subject (NATS);
+    #: None sends the topic to the exchange or subject of the same name.
+    OUTBOX_TOPICS: Mapping[str, str | None] = field(default_factory=dict)
+    #: Keys are hashed into this many partitions; one relay at a time sends a partition.
+    OUTBOX_PARTITIONS: int = 16
+    #: Messages a relay reads and publishes per partition and round.
+    OUTBOX_BATCH: int = 500
+    #: Seconds a relay holds the partitions it claimed; a dead relay's pass to others after it.
+    OUTBOX_LEASE_SECONDS: float = 30.0
+    #: Failed attempts (broker refused the message) before a message becomes a dead letter.
+    OUTBOX_MAX_ATTEMPTS: int = 10
+    #: Base of the exponential retry backoff of a refused message, in seconds.
+    OUTBOX_RETRY_BACKOFF: float = 1.0
+    #: Upper bound of one retry delay, and of the reconnect delay, in seconds.
+    OUTBOX_RETRY_BACKOFF_MAX: float = 300.0
+    #: Largest accepted JSON payload of an outbox message, in bytes.
+    OUTBOX_MAX_PAYLOAD_BYTES: int = 256 * 1024
+    #: The relay declares the exchanges (RabbitMQ) or checks the streams (NATS) on start.
+    OUTBOX_DECLARE: bool = False
+    #: Longest pause of an idle relay between two looks at the outbox, in seconds.
+    OUTBOX_IDLE_POLL_SECONDS: float = 1.0
+    #: skipqueue_health fails when an unsent outbox message is older than this, in seconds.
+    HEALTH_MAX_OUTBOX_AGE: float = 300.0
+
 
 _current: list[SkipQueueSettings] = []
 

@@ -51,3 +51,31 @@ class TaskNotFound(SkipQueueError):
 
 class WorkerDied(SkipQueueError):
     """Recorded as the error of an attempt whose worker process died while running it."""
+
+
+class InvalidMessage(SkipQueueError, ValueError):
+    """An outbox message's payload, headers, key or message id cannot be stored as given."""
+
+
+class MessageTooLarge(InvalidMessage):
+    """An outbox message's JSON payload exceeds SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES."""
+
+
+class UnknownTopic(InvalidMessage):
+    """The outbox topic is not one of SKIPQUEUE_OUTBOX_TOPICS."""
+
+
+class DuplicateMessage(SkipQueueError):
+    """An outbox message with this message_id was already written."""
+
+
+class MessageRejected(SkipQueueError):
+    """The broker refused an outbox message for good (unroutable, too large): a dead letter."""
+
+
+class BrokerUnavailable(SkipQueueError):
+    """The relay cannot reach the broker; it reconnects with exponential backoff."""
+
+
+class MessageNotConfirmed(SkipQueueError):
+    """The broker did not confirm an outbox message (nack, timeout): retried with backoff."""

@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_skipqueue",
+    "django_skipqueue.outbox",
     "testproject.demo",
 ]
 
@@ -73,6 +74,16 @@ TASKS = {
         "QUEUES": ["default", "high", "emails", "reports"],
     }
 }
+
+# The outbox: tests start relays with --broker, and shorten the lease to see takeovers.
+SKIPQUEUE_OUTBOX_BROKER_URL = env.str("SKIPQUEUE_OUTBOX_BROKER_URL", default="") or None
+SKIPQUEUE_OUTBOX_TOPICS = {"orders": None, "payments": "payments-exchange", "audit": None}
+SKIPQUEUE_OUTBOX_LEASE_SECONDS = env.float("SKIPQUEUE_OUTBOX_LEASE_SECONDS", default=30.0)
+SKIPQUEUE_OUTBOX_MAX_ATTEMPTS = env.int("SKIPQUEUE_OUTBOX_MAX_ATTEMPTS", default=10)
+SKIPQUEUE_OUTBOX_RETRY_BACKOFF = env.float("SKIPQUEUE_OUTBOX_RETRY_BACKOFF", default=1.0)
+SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES = env.int(
+    "SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES", default=256 * 1024
+)
 
 LOGGING = {
     "version": 1,

@@ -18,9 +18,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.brokers import NATS_PORT, RABBITMQ_PORT, reachable
+
     vendor = connection.vendor
     skip_locked = connection.features.has_select_for_update_skip_locked
+    brokers = {"rabbitmq": RABBITMQ_PORT, "nats": NATS_PORT}
+    down = {marker for marker, port in brokers.items() if not reachable(port)}
     for item in items:
+        for marker in down & set(item.keywords):
+            item.add_marker(pytest.mark.skip(reason=f"{marker} is not running"))
         if "mysql" in item.keywords and vendor != "mysql":
             item.add_marker(pytest.mark.skip(reason="MySQL/MariaDB only"))
         if "skip_locked" in item.keywords and not skip_locked:

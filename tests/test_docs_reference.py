@@ -120,7 +120,7 @@ def _app_commands() -> dict[str, BaseCommand]:
     return {
         name: load_command_class(app, name)
         for name, app in get_commands().items()
-        if app == "django_skipqueue"
+        if app in ("django_skipqueue", "django_skipqueue.outbox")
     }
 
 

@@ -1,0 +1,55 @@
+"""The transactional outbox: publish() in the business transaction, a relay sends it on.
+
+Add ``django_skipqueue.outbox`` to INSTALLED_APPS. The functions import the models when
+called: this module is imported while the app registry loads.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .models import OutboxMessage
+    from .writing import Message
+
+__all__ = ["Message", "inbox", "publish", "publish_many"]
+
+
+def publish(
+    topic: str,
+    payload: Any,
+    *,
+    key: str = "",
+    message_id: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    using: str | None = None,
+) -> OutboxMessage:
+    """Write one message to the outbox in the current transaction on ``using``.
+
+    Messages of one ``key`` reach the broker in the order they were written. Without a
+    ``message_id`` the message gets a random one, carried to the broker for deduplication.
+    """
+    from .writing import Message, publish_messages
+
+    message = Message(topic, payload, key=key, message_id=message_id, headers=headers)
+    return publish_messages([message], using)[0]
+
+
+def publish_many(messages: Iterable[Message], *, using: str | None = None) -> list[OutboxMessage]:
+    """Write several messages in one INSERT: all of them, or none if one is refused."""
+    from .writing import publish_messages
+
+    return publish_messages(messages, using)
+
+
+def __getattr__(name: str) -> Any:
+    """Import ``Message`` and ``inbox`` on first use (they import the models)."""
+    if name == "Message":
+        from .writing import Message
+
+        return Message
+    if name == "inbox":
+        return importlib.import_module(f"{__name__}.inbox")
+    raise AttributeError(name)

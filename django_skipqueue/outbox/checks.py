@@ -1,0 +1,45 @@
+"""System checks of the outbox settings (ids listed in docs/reference/checks.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.checks import CheckMessage, Error, register
+
+from ..conf import get_settings
+from .transports import SCHEMES
+
+HINT = "See docs/reference/checks.md and the outbox settings in docs/reference/settings.md."
+
+
+@register()
+def check_outbox_settings(**kwargs: Any) -> list[CheckMessage]:
+    settings = get_settings()
+    errors: list[CheckMessage] = []
+    url = settings.OUTBOX_BROKER_URL
+    if url is not None and url.partition("://")[0] not in SCHEMES:
+        errors.append(
+            Error(
+                f"SKIPQUEUE_OUTBOX_BROKER_URL has no outbox transport: {url.partition(':')[0]!r}.",
+                hint=HINT,
+                id="django_skipqueue.E201",
+            )
+        )
+    if not 1 <= settings.OUTBOX_PARTITIONS <= 1024:
+        errors.append(
+            Error(
+                "SKIPQUEUE_OUTBOX_PARTITIONS must be 1 to 1024.",
+                hint=HINT,
+                id="django_skipqueue.E202",
+            )
+        )
+    bad = [t for t in settings.OUTBOX_TOPICS if not isinstance(t, str) or not t or len(t) > 255]
+    if bad:
+        errors.append(
+            Error(
+                f"SKIPQUEUE_OUTBOX_TOPICS has invalid topic names: {bad!r}.",
+                hint=HINT,
+                id="django_skipqueue.E203",
+            )
+        )
+    return errors

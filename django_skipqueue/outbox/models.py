@@ -1,0 +1,105 @@
+"""The outbox tables: messages waiting for the relay, partition leases, relays, the inbox."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+
+class MessageStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    # Refused by the broker, waiting for available_at; later messages of its key wait too.
+    RETRY = "retry", "Retry"
+    DEAD = "dead", "Dead letter"
+
+
+class OutboxMessage(models.Model):
+    """One event written in the business transaction, deleted once the broker confirmed it."""
+
+    # Monotonic: the order of a key's messages is the order of their ids.
+    id = models.BigAutoField(primary_key=True)
+    status = models.CharField(
+        max_length=8, choices=MessageStatus.choices, default=MessageStatus.PENDING
+    )
+    # hash(key) modulo SKIPQUEUE_OUTBOX_PARTITIONS: one relay at a time sends a partition.
+    partition = models.PositiveSmallIntegerField()
+    topic = models.CharField(max_length=255)
+    key = models.CharField(max_length=255, blank=True, default="")
+    message_id = models.CharField(max_length=255, unique=True)
+    payload = models.JSONField()
+    headers = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+    # Relay bookkeeping: the claim that last published the row, its attempts, the last error.
+    owner = models.CharField(max_length=128, null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    available_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+
+    class Meta:
+        db_table = "skipqueue_outbox"
+        # The relay's only read: one status and partition, in id order (partitions.py).
+        indexes = [
+            models.Index(fields=["status", "partition", "id"], name="skipqueue_outbox_claim")
+        ]
+        permissions = [("resend_outboxmessage", "Can send dead letters again")]
+
+    def __str__(self) -> str:
+        return f"{self.topic} {self.message_id}"
+
+
+class OutboxPartition(models.Model):
+    """The lease on one partition: its holder is the only relay publishing its messages."""
+
+    number = models.PositiveSmallIntegerField(primary_key=True)
+    owner = models.CharField(max_length=128, null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "skipqueue_outbox_partition"
+
+    def __str__(self) -> str:
+        return f"partition {self.number}"
+
+
+class OutboxRelay(models.Model):
+    """One row per relay process start: heartbeat, wake-up address and counters."""
+
+    name = models.CharField(max_length=128, unique=True)
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    broker = models.CharField(max_length=255)
+    wakeup_address = models.CharField(max_length=64, null=True, blank=True)
+    started_at = models.DateTimeField(db_default=Now())
+    last_heartbeat_at = models.DateTimeField(db_default=Now())
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    sent = models.PositiveBigIntegerField(default=0)
+    retried = models.PositiveBigIntegerField(default=0)
+    dead = models.PositiveBigIntegerField(default=0)
+    # Broker confirm latency of the last round, in milliseconds.
+    confirm_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        db_table = "skipqueue_outbox_relay"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class InboxMessage(models.Model):
+    """A message id a consumer processed; the UNIQUE index turns a redelivery away."""
+
+    # Each consumer keeps its own record: two consumers of one message both process it.
+    consumer = models.CharField(max_length=100, default="", blank=True)
+    message_id = models.CharField(max_length=255)
+    received_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "skipqueue_inbox"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["consumer", "message_id"], name="skipqueue_inbox_received_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.message_id

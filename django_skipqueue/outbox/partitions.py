@@ -1,0 +1,112 @@
+"""Partition leases and the relay's read: the only places that lock or read the outbox.
+
+Per-key order rules out SKIP LOCKED on the message rows: a relay skipping a locked row would
+send the next message of the same key first. So relays lock *partitions* (a key always hashes
+to the same one) with SKIP LOCKED, in a short transaction that records a lease, and read the
+messages of their partitions without locks: no other relay sends them while the lease lasts.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from django.db.models import Exists, OuterRef, Q
+
+from ..dbretry import retry_whole_transaction
+from ..dbtime import DatabaseNow, DatabaseNowPlus
+from ..shorttxn import short_transaction
+from .models import MessageStatus, OutboxMessage, OutboxPartition
+
+
+def ensure_partitions(using: str, count: int) -> None:
+    """Create the partition rows 0..count-1 that do not exist yet."""
+    rows = [OutboxPartition(number=number) for number in range(count)]
+    OutboxPartition.objects.using(using).bulk_create(rows, ignore_conflicts=True)
+
+
+def with_work(using: str) -> list[int]:
+    """Return the partitions that hold unsent messages.
+
+    Two index dives per partition row (EXISTS on the claim index's prefix), however long the
+    backlog: a DISTINCT over the messages would read every pending entry.
+    """
+    messages = OutboxMessage.objects.using(using).filter(partition=OuterRef("number"))
+    pending = Exists(messages.filter(status=MessageStatus.PENDING))
+    retrying = Exists(messages.filter(status=MessageStatus.RETRY))
+    rows = OutboxPartition.objects.using(using).filter(pending | retrying).order_by("number")
+    return list(rows.values_list("number", flat=True))
+
+
+def claim(using: str, owner: str, candidates: list[int], *, limit: int, lease: float) -> list[int]:
+    """Lease up to ``limit`` free partitions of ``candidates`` to ``owner``; return them.
+
+    The transaction lasts two statements: publishing happens after it commits, under the lease.
+    """
+    chosen = random.sample(candidates, min(limit, len(candidates)))
+    if not chosen:
+        return []
+
+    def lock_and_lease() -> list[int]:
+        with short_transaction(using):
+            free = (
+                OutboxPartition.objects.using(using)
+                .filter(number__in=chosen)
+                .filter(Q(owner__isnull=True) | Q(lease_until__lt=DatabaseNow()))
+                .select_for_update(skip_locked=True)
+            )
+            numbers = list(free.values_list("number", flat=True))
+            if numbers:
+                OutboxPartition.objects.using(using).filter(number__in=numbers).update(
+                    owner=owner, lease_until=DatabaseNowPlus(lease)
+                )
+            return numbers
+
+    return retry_whole_transaction(using, lock_and_lease)
+
+
+def release(using: str, owner: str, numbers: list[int]) -> None:
+    """Give the partitions back, fenced: a lease taken over by another relay is not touched."""
+    OutboxPartition.objects.using(using).filter(number__in=numbers, owner=owner).update(
+        owner=None, lease_until=None
+    )
+
+
+def still_held(using: str, owner: str, numbers: list[int]) -> bool:
+    """Tell whether ``owner`` still holds every partition's lease (database clock)."""
+    held = OutboxPartition.objects.using(using).filter(
+        number__in=numbers, owner=owner, lease_until__gte=DatabaseNow()
+    )
+    return held.count() == len(numbers)
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """The sendable messages of a partition, and the keys held back by a waiting retry."""
+
+    messages: list[OutboxMessage]
+    held_keys: frozenset[str]
+
+
+def sendable(using: str, partition: int, limit: int) -> Backlog:
+    """Return the messages of ``partition`` to send now, in id order.
+
+    A message waiting for its retry holds back every later message of its key; a due retry is
+    the first of its key. Both reads follow the claim index (status, partition, id).
+    """
+    objects = OutboxMessage.objects.using(using)
+    retrying = list(
+        objects.filter(status=MessageStatus.RETRY, partition=partition)
+        .annotate(due=Q(available_at__lte=DatabaseNow()))
+        .order_by("id")
+    )
+    held = frozenset(m.key for m in retrying if not m.due and m.key)
+    due = [m for m in retrying if m.due]
+    pending = (
+        objects.filter(status=MessageStatus.PENDING, partition=partition)
+        .exclude(key__in=held)
+        .order_by("id")[:limit]
+    )
+    # A due retry goes first of its key; pending rows of that key follow it in id order.
+    messages = sorted([*due, *pending], key=lambda m: m.pk)
+    return Backlog(messages[:limit], held)

@@ -1,0 +1,163 @@
+"""The relay process: rounds while there is work, a wake-up or a poll when idle, a heartbeat,
+reconnection with exponential backoff, and a graceful stop on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from types import FrameType
+
+from django.db import DatabaseError, close_old_connections
+
+from ..conf import get_settings
+from ..dbtime import DatabaseNow
+from ..exceptions import BrokerUnavailable
+from ..owner import owner_id
+from ..wakeup import Waker
+from . import partitions
+from .models import OutboxRelay
+from .relay import Relay, Round
+from .transports import Transport, redact, transport_for
+
+logger = logging.getLogger("django_skipqueue.outbox.relay")
+
+
+@dataclass(slots=True)
+class Totals:
+    sent: int = 0
+    retried: int = 0
+    dead: int = 0
+    resent: int = 0
+
+    def add(self, done: Round) -> None:
+        self.sent += done.sent
+        self.retried += done.retried
+        self.dead += done.dead
+        self.resent += done.resent
+
+
+class RelayProcess:
+    """Run a relay until stopped, or (burst) until nothing is due."""
+
+    def __init__(self, using: str, broker_url: str, *, burst: bool = False) -> None:
+        self.using = using
+        self.broker_url = broker_url
+        self.burst = burst
+        self.name = owner_id()
+        self.totals = Totals()
+        self._stop = False
+        self._waker = Waker(get_settings().WAKEUP_HOST)
+        self._transport: Transport = transport_for(broker_url)
+        self._relay = Relay(using, self._transport, self.name)
+        self._failures = 0
+
+    def run(self) -> Totals:
+        settings = get_settings()
+        partitions.ensure_partitions(self.using, settings.OUTBOX_PARTITIONS)
+        self._register()
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self._connect(declare=settings.OUTBOX_DECLARE)
+            self._loop()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            self._transport.close()
+            self._unregister()
+            self._waker.close()
+        return self.totals
+
+    def _loop(self) -> None:
+        last_beat = time.monotonic()
+        while not self._stop:
+            done = self._round()
+            if time.monotonic() - last_beat >= get_settings().HEARTBEAT_SECONDS:
+                self._beat(done)
+                last_beat = time.monotonic()
+            if done is not None and done.busy:
+                continue
+            if self.burst and done is not None:
+                return
+            self._idle(done is None)
+
+    def _round(self) -> Round | None:
+        """Run a round; None if the broker or the database failed (the caller backs off)."""
+        try:
+            if self._failures:
+                self._connect(declare=False)
+            done = self._relay.run_round()
+        except BrokerUnavailable as error:
+            self._failed("broker", error)
+            return None
+        except DatabaseError as error:
+            close_old_connections()
+            self._failed("database", error)
+            return None
+        self._failures = 0
+        self.totals.add(done)
+        return done
+
+    def _connect(self, *, declare: bool) -> None:
+        self._transport.close()
+        self._transport.connect()
+        if declare:
+            topics = get_settings().OUTBOX_TOPICS
+            self._transport.declare(sorted({d or t for t, d in topics.items()}))
+
+    def _failed(self, what: str, error: Exception) -> None:
+        self._failures += 1
+        logger.warning("relay round failed cause=%s failures=%d error=%s", what, self._failures,
+                       error)  # fmt: skip
+        if self.burst and self._failures >= 3:
+            raise error
+
+    def _idle(self, failing: bool) -> None:
+        settings = get_settings()
+        if failing:
+            delay = min(0.1 * 2 ** min(self._failures, 16), settings.OUTBOX_RETRY_BACKOFF_MAX)
+            self._waker.wait(delay, listen=False)
+            return
+        try:
+            self._transport.keepalive()
+        except BrokerUnavailable as error:
+            self._failed("broker", error)
+            return
+        self._waker.wait(settings.OUTBOX_IDLE_POLL_SECONDS, listen=True)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._stop = True
+        self._waker.poke()
+
+    def _register(self) -> None:
+        OutboxRelay.objects.using(self.using).create(
+            name=self.name,
+            hostname=socket.gethostname()[:255],
+            pid=os.getpid(),
+            broker=redact(self.broker_url)[:255],
+            wakeup_address=self._waker.address,
+        )
+
+    def _beat(self, done: Round | None) -> None:
+        try:
+            OutboxRelay.objects.using(self.using).filter(name=self.name).update(
+                last_heartbeat_at=DatabaseNow(),
+                sent=self.totals.sent,
+                retried=self.totals.retried,
+                dead=self.totals.dead,
+                confirm_ms=None if done is None else done.confirm_seconds * 1000,
+            )
+        except DatabaseError:
+            logger.warning("relay heartbeat failed", exc_info=True)
+
+    def _unregister(self) -> None:
+        try:
+            self._beat(None)
+            OutboxRelay.objects.using(self.using).filter(name=self.name).update(
+                stopped_at=DatabaseNow()
+            )
+        except DatabaseError:
+            logger.warning("could not mark the relay stopped", exc_info=True)

@@ -1,0 +1,138 @@
+"""One relay round: lease partitions, read their messages, publish outside any transaction,
+then delete what the broker confirmed, fenced on this round's claim."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..conf import get_settings
+from ..exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
+from . import partitions
+from .models import OutboxMessage
+from .settle import Outcomes, mark_claimed, settle
+from .transports import Outgoing, Transport
+
+logger = logging.getLogger("django_skipqueue.outbox.relay")
+
+#: Partitions one round leases at most: several relays share the work round by round.
+PARTITIONS_PER_ROUND = 4
+#: A round stops publishing after this share of the lease, so the lease never runs out.
+LEASE_SHARE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """What one round did: rows sent (deleted), retried, dead-lettered, left for later."""
+
+    sent: int = 0
+    retried: int = 0
+    dead: int = 0
+    resent: int = 0
+    confirm_seconds: float = 0.0
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.sent or self.retried or self.dead)
+
+
+class Relay:
+    """Move messages from the outbox to the broker, round by round."""
+
+    def __init__(self, using: str, transport: Transport, name: str) -> None:
+        self.using = using
+        self.transport = transport
+        self.name = name
+        self._rounds = 0
+
+    def run_round(self) -> Round:
+        """Run one round; raise BrokerUnavailable after settling if the connection broke."""
+        settings = get_settings()
+        candidates = partitions.with_work(self.using)
+        lease = settings.OUTBOX_LEASE_SECONDS
+        numbers = partitions.claim(
+            self.using, self.name, candidates, limit=PARTITIONS_PER_ROUND, lease=lease
+        )
+        if not numbers:
+            return Round()
+        try:
+            return self._publish_partitions(numbers, lease)
+        finally:
+            partitions.release(self.using, self.name, numbers)
+
+    def _publish_partitions(self, numbers: list[int], lease: float) -> Round:
+        settings = get_settings()
+        messages: list[OutboxMessage] = []
+        for number in numbers:
+            messages += partitions.sendable(self.using, number, settings.OUTBOX_BATCH).messages
+        if not messages:
+            return Round()
+        self._rounds += 1
+        token = f"{self.name}#{self._rounds}"
+        mark_claimed(self.using, [m.pk for m in messages], token)
+        started = time.monotonic()
+        outcomes, resent, broken = self._publish(messages, started + lease * LEASE_SHARE)
+        elapsed = time.monotonic() - started
+        sent, retried, dead = settle(
+            self.using,
+            token,
+            outcomes,
+            backoff=settings.OUTBOX_RETRY_BACKOFF,
+            cap=settings.OUTBOX_RETRY_BACKOFF_MAX,
+            max_attempts=settings.OUTBOX_MAX_ATTEMPTS,
+        )
+        if broken is not None:
+            raise broken
+        per_message = elapsed / max(len(outcomes.sent), 1)
+        return Round(sent, retried, dead, resent, per_message)
+
+    def _publish(
+        self, messages: list[OutboxMessage], deadline: float
+    ) -> tuple[Outcomes, int, BrokerUnavailable | None]:
+        """Publish in id order; a key whose message failed sends nothing more this round."""
+        outcomes = Outcomes()
+        stopped: set[str] = set()
+        resent = 0
+        destinations = get_settings().OUTBOX_TOPICS
+        for index, message in enumerate(messages):
+            message.attempts += 1
+            if (message.key and message.key in stopped) or time.monotonic() > deadline:
+                outcomes.untried.append(message.pk)
+                continue
+            resent += message.owner is not None
+            try:
+                self.transport.send(outgoing(message, destinations))
+            except MessageRejected as error:
+                outcomes.dead.append((message, str(error)))
+            except MessageNotConfirmed as error:
+                outcomes.retry.append((message, str(error)))
+                stopped.add(message.key)
+            except BrokerUnavailable as error:
+                outcomes.unknown.append((message, str(error)))
+                outcomes.untried += [m.pk for m in messages[index + 1 :]]
+                return outcomes, resent, error
+            else:
+                outcomes.sent.append(message.pk)
+        return outcomes, resent, None
+
+
+def outgoing(message: OutboxMessage, destinations: Mapping[str, str | None]) -> Outgoing:
+    """The wire form of ``message``: JSON body, its headers plus the relay's own."""
+    headers = {
+        **message.headers,
+        "X-Skipqueue-Topic": message.topic,
+        "X-Skipqueue-Outbox-Id": str(message.pk),
+        "X-Skipqueue-Attempt": str(message.attempts),
+    }
+    if message.owner is not None:
+        # The claim that published it before ended without recording the broker's answer
+        # (it died, or lost its connection or its lease): this may be a duplicate.
+        headers["X-Skipqueue-Resent"] = f"unsettled claim {message.owner}"
+        logger.info("resending message_id=%s after unsettled claim %s", message.message_id,
+                    message.owner)  # fmt: skip
+    body = json.dumps(message.payload, separators=(",", ":")).encode()
+    destination = destinations.get(message.topic) or message.topic
+    return Outgoing(message.message_id, destination, message.key, body, headers)

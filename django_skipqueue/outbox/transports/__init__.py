@@ -1,0 +1,73 @@
+"""Transports: one small interface, chosen by the broker URL's scheme.
+
+A transport publishes one message at a time and returns only once the broker confirmed it,
+so the relay knows exactly which messages reached the broker when something fails. It raises
+:class:`~django_skipqueue.exceptions.MessageRejected` for a message the broker will never
+take (a dead letter), :class:`~django_skipqueue.exceptions.MessageNotConfirmed` for one to
+retry later, and :class:`~django_skipqueue.exceptions.BrokerUnavailable` when the connection
+is gone (the relay reconnects with backoff; no attempt is spent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from django.utils.module_loading import import_string
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A message as the transport sends it: destination and key already resolved."""
+
+    message_id: str
+    #: The exchange (RabbitMQ) or subject (NATS) of the message's topic.
+    destination: str
+    key: str
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Transport(Protocol):
+    def connect(self) -> None:
+        """Open the connection; raise BrokerUnavailable if the broker cannot be reached."""
+
+    def declare(self, destinations: Iterable[str]) -> None:
+        """Create (or check) the exchanges or streams the topics are sent to."""
+
+    def send(self, message: Outgoing) -> None:
+        """Publish ``message`` and wait for the broker's confirm."""
+
+    def keepalive(self) -> None:
+        """Serve the connection's heartbeats while the relay is idle."""
+
+    def close(self) -> None:
+        """Close the connection; never raise."""
+
+
+SCHEMES = {
+    "amqp": "django_skipqueue.outbox.transports.rabbitmq.RabbitMQTransport",
+    "amqps": "django_skipqueue.outbox.transports.rabbitmq.RabbitMQTransport",
+    "nats": "django_skipqueue.outbox.transports.nats.NatsTransport",
+    "tls": "django_skipqueue.outbox.transports.nats.NatsTransport",
+}
+
+
+def transport_for(url: str) -> Transport:
+    """Return an unconnected transport for ``url`` (amqp://, amqps://, nats://, tls://)."""
+    scheme = urlsplit(url).scheme
+    if scheme not in SCHEMES:
+        known = ", ".join(f"{s}://" for s in SCHEMES)
+        raise ValueError(f"No outbox transport for {scheme or 'this'} URL; use one of {known}.")
+    transport: Transport = import_string(SCHEMES[scheme])(url)
+    return transport
+
+
+def redact(url: str) -> str:
+    """Return ``url`` without its password, for logs and the relays table."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)

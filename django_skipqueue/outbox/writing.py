@@ -1,0 +1,117 @@
+"""publish() and publish_many(): check every message, then write them all in one INSERT."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, router, transaction
+
+from ..conf import get_settings
+from ..exceptions import DuplicateMessage, InvalidMessage, MessageTooLarge, UnknownTopic
+from .models import OutboxMessage
+
+MAX_FIELD = 255
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message for publish_many(), with the same meaning as publish()'s arguments."""
+
+    topic: str
+    payload: Any
+    key: str = ""
+    message_id: str | None = None
+    headers: Mapping[str, str] | None = field(default=None)
+
+
+def publish_messages(messages: Iterable[Message], using: str | None) -> list[OutboxMessage]:
+    """Check ``messages`` and insert them in the current transaction, all or none."""
+    rows = [_row(message) for message in messages]
+    _refuse_repeated_ids(rows)
+    if not rows:
+        return []
+    alias = using or router.db_for_write(OutboxMessage)
+    try:
+        # A savepoint, so that a duplicate id leaves the caller's transaction usable.
+        with transaction.atomic(using=alias):
+            created = OutboxMessage.objects.using(alias).bulk_create(rows)
+    except IntegrityError as error:
+        raise DuplicateMessage(
+            f"An outbox message with one of these ids exists: {error}"
+        ) from error
+    from .wakeup import after_commit  # the wake-up reads the relays table
+
+    after_commit(alias)
+    return created
+
+
+def partition_of(key: str, partitions: int) -> int:
+    """Return the partition of ``key``; messages without a key go to any partition."""
+    if not key:
+        return random.randrange(partitions)
+    return zlib.crc32(key.encode()) % partitions
+
+
+def _row(message: Message) -> OutboxMessage:
+    settings = get_settings()
+    if message.topic not in settings.OUTBOX_TOPICS:
+        raise UnknownTopic(
+            f"The outbox topic {message.topic!r} is not in SKIPQUEUE_OUTBOX_TOPICS."
+        )
+    _check_text("key", message.key, allow_empty=True)
+    message_id = message.message_id if message.message_id is not None else uuid.uuid4().hex
+    _check_text("message_id", message_id, allow_empty=False)
+    return OutboxMessage(
+        partition=partition_of(message.key, settings.OUTBOX_PARTITIONS),
+        topic=message.topic,
+        key=message.key,
+        message_id=message_id,
+        payload=_checked_payload(message.payload, settings.OUTBOX_MAX_PAYLOAD_BYTES),
+        headers=_checked_headers(message.headers),
+    )
+
+
+def _checked_payload(payload: Any, limit: int) -> Any:
+    """Return ``payload`` if JSON carries it unchanged and it fits ``limit`` bytes."""
+    try:
+        encoded = json.dumps(payload, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as error:
+        raise InvalidMessage(f"The outbox payload is not JSON: {error}") from error
+    if json.loads(encoded) != payload or isinstance(payload, tuple):
+        raise InvalidMessage(
+            "The outbox payload would change on its way through JSON (tuples, non-string "
+            "keys): pass plain dicts, lists, strings, numbers, booleans and None."
+        )
+    if len(encoded) > limit:
+        raise MessageTooLarge(
+            f"The outbox payload is {len(encoded)} bytes of JSON, over the {limit} byte limit "
+            "(SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES). Publish a reference to the data instead."
+        )
+    return payload
+
+
+def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    headers = dict(headers or {})
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str) or not name:
+            raise InvalidMessage(f"Outbox headers map names to strings: {name!r}: {value!r}.")
+    return headers
+
+
+def _check_text(name: str, value: object, *, allow_empty: bool) -> None:
+    if not isinstance(value, str) or len(value) > MAX_FIELD or (not value and not allow_empty):
+        raise InvalidMessage(f"The outbox {name} must be a string of 1 to {MAX_FIELD} characters.")
+
+
+def _refuse_repeated_ids(rows: list[OutboxMessage]) -> None:
+    seen: set[str] = set()
+    for row in rows:
+        if row.message_id in seen:
+            raise DuplicateMessage(f"The message id {row.message_id!r} is given twice.")
+        seen.add(row.message_id)

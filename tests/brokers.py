@@ -1,0 +1,140 @@
+"""The shared RabbitMQ and NATS servers, seen from tests: a vhost or a stream of each test's own.
+
+Tests never restart the shared servers; tests that break a broker start a private one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pika
+
+RABBITMQ_PORT = 5672
+NATS_PORT = 4222
+
+
+def reachable(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Received:
+    """A message as a consumer saw it."""
+
+    body: Any
+    message_id: str
+    key: str
+    headers: dict[str, Any]
+    persistent: bool = True
+
+
+@contextmanager
+def rabbitmq_vhost() -> Iterator[str]:
+    """Create a vhost of the test's own on the shared RabbitMQ; yield its amqp:// URL."""
+    vhost = f"skq-test-{secrets.token_hex(4)}"
+    subprocess.run(["rabbitmqctl", "-q", "add_vhost", vhost], check=True, capture_output=True)
+    subprocess.run(
+        ["rabbitmqctl", "-q", "set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield f"amqp://guest:guest@127.0.0.1:{RABBITMQ_PORT}/{vhost}"
+    finally:
+        subprocess.run(["rabbitmqctl", "-q", "delete_vhost", vhost], capture_output=True)
+
+
+class RabbitQueue:
+    """A queue bound to an exchange, read back with basic_get."""
+
+    def __init__(self, url: str, exchange: str, queue: str, binding: str = "#") -> None:
+        self.connection = pika.BlockingConnection(pika.URLParameters(url))
+        self.channel = self.connection.channel()
+        self.channel.exchange_declare(exchange, exchange_type="topic", durable=True)
+        self.channel.queue_declare(queue, durable=True)
+        self.channel.queue_bind(queue, exchange, routing_key=binding)
+        self.queue = queue
+
+    def drain(self) -> list[Received]:
+        received = []
+        while True:
+            method, properties, body = self.channel.basic_get(self.queue, auto_ack=True)
+            if method is None:
+                return received
+            received.append(
+                Received(
+                    json.loads(body),
+                    properties.message_id,
+                    method.routing_key,
+                    dict(properties.headers or {}),
+                    properties.delivery_mode == 2,
+                )
+            )
+
+    def count(self) -> int:
+        return self.channel.queue_declare(self.queue, passive=True).method.message_count
+
+    def close(self) -> None:
+        if self.connection.is_open:
+            self.connection.close()
+
+
+class NatsStream:
+    """A JetStream stream of the test's own capturing ``<subject>.>``; read back in order."""
+
+    def __init__(self, subject: str, url: str = f"nats://127.0.0.1:{NATS_PORT}",
+                 **config: Any) -> None:  # fmt: skip
+        import nats
+
+        self.subject = subject
+        self.name = f"SKQ_{secrets.token_hex(4)}"
+        self.url = url
+        self._loop = asyncio.new_event_loop()
+        self._nc = self._run(nats.connect(url))
+        self._js = self._nc.jetstream()
+        self._run(
+            self._js.add_stream(name=self.name, subjects=[subject, f"{subject}.>"], **config)
+        )
+
+    def messages(self) -> list[Received]:
+        async def read() -> list[Received]:
+            info = await self._js.stream_info(self.name)
+            received = []
+            for seq in range(info.state.first_seq, info.state.last_seq + 1):
+                if info.state.messages == 0:
+                    break
+                message = await self._js.get_msg(self.name, seq)
+                headers = dict(message.headers or {})
+                received.append(
+                    Received(
+                        json.loads(message.data),
+                        headers.get("Nats-Msg-Id", ""),
+                        message.subject.removeprefix(self.subject).removeprefix("."),
+                        headers,
+                    )
+                )
+            return received
+
+        return self._run(read())
+
+    def close(self) -> None:
+        try:
+            self._run(self._js.delete_stream(self.name))
+        finally:
+            self._run(self._nc.close())
+            self._loop.close()
+
+    def _run(self, coroutine: Any) -> Any:
+        return self._loop.run_until_complete(coroutine)
