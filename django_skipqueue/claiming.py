@@ -49,7 +49,7 @@ class Claimer:
         """Claim at the next turn from the queues a wake-up named, if this worker serves them."""
         if queues:
             self.heard_at = time.monotonic()
-        self.woken_for |= queues & set(self.options.queues)
+        self.woken_for |= queues & set(self.options.queues) if self.options.queues else queues
 
     @property
     def woken_reliably(self) -> bool:
@@ -73,16 +73,28 @@ class Claimer:
         stream of wake-ups for one queue never delays the poll of the others.
         """
         polling = self._poll_due() or not self.woken_for
-        queues = [q for q in self.options.queues if polling or q in self.woken_for]
+        queues = self._queues_to_ask(polling)
         self.woken_for = set()
-        first, *others = queues
-        claimed = inside(lambda: self.claim_from(first, wanted)) or []
+        first, others = (queues[0], queues[1:]) if queues else (None, [])
+        claimed = inside(lambda: self.claim_from(first, wanted) if first else []) or []
         for queue_name in others:
             if len(claimed) < wanted:
                 claimed += self.claim_from(queue_name, wanted - len(claimed))
         if polling or claimed:
             self.idle.claimed(len(claimed), wanted, woken_reliably=self.woken_reliably)
         return claimed
+
+    def _queues_to_ask(self, polling: bool) -> list[str]:
+        served = self.options.queues
+        if not polling:
+            return [q for q in served or sorted(self.woken_for) if q in self.woken_for]
+        return list(served) or self.queues_with_ready_jobs()
+
+    def queues_with_ready_jobs(self) -> list[str]:
+        """Return the queues that have ready jobs, by name: a worker of every queue claims
+        from these (a loose scan of the claim index, one entry per queue)."""
+        jobs = Job.objects.using(self.using).ready().order_by("queue_name")
+        return list(jobs.values_list("queue_name", flat=True).distinct())
 
     def _poll_due(self) -> bool:
         return time.monotonic() >= self.idle.next_claim_at
@@ -104,11 +116,11 @@ class Claimer:
         Jobs overdue by more than that are left alone: nothing promotes them (no maintenance
         loop runs), and waiting for them would never end.
         """
+        jobs = Job.objects.using(self.using).scheduled()
+        if self.options.queues:
+            jobs = jobs.filter(queue_name__in=self.options.queues)
         return (
-            Job.objects.using(self.using)
-            .scheduled()
-            .filter(queue_name__in=self.options.queues)
-            .filter(run_after__lte=DatabaseNowPlus(BURST_HORIZON))
+            jobs.filter(run_after__lte=DatabaseNowPlus(BURST_HORIZON))
             .filter(run_after__gte=DatabaseNowPlus(-BURST_HORIZON))
             .exists()
         )

@@ -17,7 +17,9 @@ class WorkerOptions:
     #: Task backend alias, and the database alias that backend keeps its jobs in.
     backend: str = "default"
     database: str = "default"
-    #: Queues to claim from, in this order (one claim query per queue).
+    #: Queues to claim from, in this order (one claim query per queue). Empty: every queue
+    #: (a backend whose QUEUES is ``[]`` accepts any queue name), those with ready jobs
+    #: claimed in the order of their names.
     queues: tuple[str, ...] = ("default",)
     #: Jobs one process runs at a time (threads; coroutines share an event loop).
     threads: int = 4
@@ -41,7 +43,7 @@ class WorkerOptions:
         pairs = {
             "backend": self.backend,
             "database": self.database,
-            "queues": ",".join(self.queues),
+            "queues": ",".join(self.queues) or "*",
             "threads": self.threads,
             "burst": self.burst,
             "max_jobs": self.max_jobs,

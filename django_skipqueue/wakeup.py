@@ -64,7 +64,8 @@ def notify(using: str, queues: frozenset[str]) -> int:
     """
     try:
         payload = ",".join(sorted(queues)).encode()
-        serving = [address for address, served in _live_workers(using) if served & queues]
+        # A worker that serves every queue has none listed.
+        serving = [a for a, served in _live_workers(using) if served & queues or not served]
         chosen = in_turn(serving, get_settings().WAKEUP_FANOUT, next(_turn))
         for address in chosen:
             _send(payload, address)

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.tasks import task_backends
 from django.tasks.exceptions import InvalidTaskBackend
 
-from django_skipqueue.backend import SkipQueueBackend
+from django_skipqueue.backend import QUEUE_NAME_PATTERN, SkipQueueBackend
 from django_skipqueue.conf import get_settings
 from django_skipqueue.options import WorkerOptions
 from django_skipqueue.owner import owner_id
@@ -121,12 +121,7 @@ class Command(BaseCommand):
     def _worker_options(self, options: dict[str, Any]) -> WorkerOptions:
         backend = self._backend(options["backend"])
         queues = options["queues"] or backend.queue_names
-        unknown = [name for name in queues if name not in backend.queue_names]
-        if unknown:
-            raise CommandError(
-                f"Unknown queue(s) {', '.join(unknown)} for backend {options['backend']!r}; "
-                f"its QUEUES are {', '.join(backend.queue_names)}."
-            )
+        self._check_queues(queues, backend, options["backend"])
         return WorkerOptions(
             backend=options["backend"],
             database=backend.database,
@@ -140,6 +135,19 @@ class Command(BaseCommand):
             poll_max=options["poll_max"] or get_settings().IDLE_POLL_SECONDS,
             wakeup=not options["no_wakeup"],
         )
+
+    def _check_queues(self, queues: list[str], backend: SkipQueueBackend, alias: str) -> None:
+        """Refuse queues the backend would not accept: any valid name when its QUEUES is []."""
+        if backend.queue_names:
+            unknown = [name for name in queues if name not in backend.queue_names]
+            known = f"its QUEUES are {', '.join(backend.queue_names)}"
+        else:
+            unknown = [name for name in queues if not QUEUE_NAME_PATTERN.match(name)]
+            known = "its QUEUES are [] (any valid queue name)"
+        if unknown:
+            raise CommandError(
+                f"Unknown queue(s) {', '.join(unknown)} for backend {alias!r}; {known}."
+            )
 
     def _check_migrated(self, using: str) -> None:
         missing = unapplied_migrations(using)
