@@ -24,11 +24,11 @@ from django.tasks.signals import task_started
 from django.utils.json import normalize_json
 
 from . import transitions
-from .backend import SkipQueueBackend
 from .context import JobContext
 from .dbretry import retry_whole_transaction
 from .exceptions import InvalidPayload, JobCancelled, JobTimedOut
 from .models import Job, JobStatus
+from .queues import backend_class
 from .results import build_result, task_for_job
 from .retries import error_record, message_record, retry_delay
 
@@ -68,6 +68,8 @@ class Outcome:
     recorded: bool = False
     #: The fence rejected it: the lease had been lost, nothing was written.
     lost: bool = False
+    #: What ended a failed attempt: task_finished is sent while it is being handled.
+    exception: BaseException | None = None
 
     @property
     def job(self) -> Job:
@@ -87,6 +89,8 @@ class Executor:
     def __init__(self, threads: int, backend_alias: str, using: str, on_done: OnDone) -> None:
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skipqueue-job")
         self.backend_alias, self.using, self.on_done = backend_alias, using, on_done
+        #: The sender of task_started: the configured backend's class, as Django documents.
+        self.sender = backend_class(backend_alias)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def submit(self, running: Running, task: Task) -> None:
@@ -141,7 +145,7 @@ class Executor:
         context = self._start(running, task)
         started = running.started_at or time.monotonic()
         try:
-            task_started.send(sender=SkipQueueBackend, task_result=context.task_result)
+            task_started.send(self.sender, task_result=context.task_result)
             if _transactional(task):
                 return self._run_in_transaction(running, task, context, started)
             value = to_json(
@@ -192,7 +196,7 @@ class Executor:
         started = running.started_at or time.monotonic()
         deadline = asyncio.timeout(running.job.timeout_seconds)
         try:
-            await task_started.asend(sender=SkipQueueBackend, task_result=context.task_result)
+            await task_started.asend(self.sender, task_result=context.task_result)
             async with deadline:
                 value = await task.func(
                     *_arguments(task, context, running.job), **running.job.kwargs
@@ -231,10 +235,12 @@ def failure(running: Running, task: Task | None, error: BaseException, started: 
     duration = time.monotonic() - started
     record = error_record(error)
     if isinstance(error, JobCancelled) or running.cancel_event.is_set():
-        return Outcome(running, "cancelled", error=record, duration=duration)
+        return Outcome(running, "cancelled", error=record, duration=duration, exception=error)
     retry_in = retry_delay(running.job, getattr(task, "retry_backoff", None))
     status = "failed" if retry_in is None else "retry"
-    return Outcome(running, status, error=record, retry_in=retry_in, duration=duration)
+    return Outcome(
+        running, status, error=record, retry_in=retry_in, duration=duration, exception=error
+    )
 
 
 def timed_out(running: Running, task: Task | None) -> Outcome:
@@ -248,6 +254,7 @@ def timed_out(running: Running, task: Task | None) -> Outcome:
         error=message_record(JobTimedOut, message),
         retry_in=retry_in,
         duration=time.monotonic() - (running.started_at or time.monotonic()),
+        exception=JobTimedOut(message),
     )
 
 

@@ -6,18 +6,19 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from django.db import Error, connections
 from django.tasks.signals import task_finished
 
-from .backend import SkipQueueBackend
 from .dbtime import read_db_now
 from .executor import Outcome
 from .outage import is_unreachable, outage
 from .outcomes import finished_result
+from .queues import backend_class
 
 logger = logging.getLogger("django_skipqueue.worker")
 
@@ -147,10 +148,26 @@ def log_outcome(outcome: Outcome, owner: str) -> None:
 
 
 def send_finished(outcome: Outcome, backend_alias: str) -> None:
-    """Send ``task_finished`` for a recorded attempt; a failing receiver is logged, not fatal."""
+    """Send ``task_finished`` for a recorded attempt; a failing receiver is logged, not fatal.
+
+    The sender is the configured backend's class. For an attempt that raised, the signal is
+    sent while its exception is being handled, as Django's backends do: receivers (Django's
+    own logs the failure) find it in ``sys.exc_info()``.
+    """
     result = finished_result(outcome, backend_alias)
     if result is None:
         return
-    for receiver, response in task_finished.send_robust(SkipQueueBackend, task_result=result):
+    sender = backend_class(backend_alias)
+    if outcome.exception is None:
+        _log_failed_receivers(task_finished.send_robust(sender, task_result=result))
+        return
+    try:
+        raise outcome.exception
+    except BaseException:
+        _log_failed_receivers(task_finished.send_robust(sender, task_result=result))
+
+
+def _log_failed_receivers(responses: Sequence[tuple[Any, Any]]) -> None:
+    for receiver, response in responses:
         if isinstance(response, Exception):
             logger.error("task_finished receiver %r failed: %r", receiver, response)

@@ -20,6 +20,12 @@ def skipqueue_backend(alias: str = "default") -> BaseTaskBackend:
     return backend
 
 
+def backend_class(alias: str = "default") -> type[BaseTaskBackend]:
+    """Return the class of task backend ``alias``: the sender of its signals (a subclass of
+    SkipQueueBackend when the settings name one)."""
+    return type(skipqueue_backend(alias))
+
+
 def queue_database(alias: str = "default") -> str:
     """Return the database alias that task backend ``alias`` keeps its jobs in."""
     return str(getattr(skipqueue_backend(alias), "database", "default"))

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import datetime
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
+from django.tasks import TaskResultStatus
 from django.tasks.exceptions import InvalidTask
+from django.tasks.signals import task_enqueued, task_finished, task_started
 
+from django_skipqueue.backend import SkipQueueBackend
 from django_skipqueue.exceptions import InvalidPayload
 from django_skipqueue.models import Job
-from tests.tasks import echo
+from django_skipqueue.options import WorkerOptions
+from django_skipqueue.owner import owner_id
+from django_skipqueue.worker import Worker
+from tests.tasks import echo, explode
 from tests.workers import Runworkers
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,3 +84,59 @@ def test_with_queues_empty_runworkers_serves_the_queues_named(any_queue, manage_
     finally:
         refused.stop()
     assert "Unknown queue(s) no good" in refused.log()
+
+
+class ProjectBackend(SkipQueueBackend):
+    """A project's own subclass, as TASKS may name one."""
+
+
+def run_burst_worker() -> None:
+    options = WorkerOptions(queues=("default",), threads=1, burst=True, wakeup=False, grace=5)
+    Worker(options, owner=owner_id()).run()
+
+
+def test_signals_are_sent_by_the_configured_backend_class(settings, close_thread_connections):
+    """ref/signals: "sender: The backend class which the Task was enqueued on to"."""
+    settings.TASKS = {
+        "default": {**settings.TASKS["default"], "BACKEND": f"{__name__}.ProjectBackend"}
+    }
+    senders: list[tuple[str, type]] = []
+    receivers = {
+        name: (lambda sender, name=name, **kwargs: senders.append((name, sender)))
+        for name in ("enqueued", "started", "finished")
+    }
+    signals = {"enqueued": task_enqueued, "started": task_started, "finished": task_finished}
+    for name, signal in signals.items():
+        signal.connect(receivers[name])
+    try:
+        echo.enqueue()
+        run_burst_worker()
+    finally:
+        for name, signal in signals.items():
+            signal.disconnect(receivers[name])
+    assert senders == [
+        ("enqueued", ProjectBackend),
+        ("started", ProjectBackend),
+        ("finished", ProjectBackend),
+    ]
+
+
+def test_a_failed_tasks_log_line_carries_its_exception(caplog, close_thread_connections):
+    """Django's receiver logs sys.exc_info(): "Signal is sent inside exception handlers"."""
+    result, fine = explode.enqueue("the cause of it all"), echo.enqueue()
+    with caplog.at_level(logging.INFO, logger="django.tasks"):
+        run_burst_worker()
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    [failed] = [
+        r for r in caplog.records if r.name == "django.tasks" and "state=FAILED" in r.getMessage()
+    ]
+    assert failed.levelno == logging.ERROR and failed.exc_info is not None
+    assert failed.exc_info[0] is ValueError and str(failed.exc_info[1]) == "the cause of it all"
+    assert "ValueError: the cause of it all" in caplog.text
+    [succeeded] = [
+        r
+        for r in caplog.records
+        if f"id={fine.id} " in r.getMessage() and "state=SUCCESSFUL" in r.getMessage()
+    ]
+    assert succeeded.exc_info is None
