@@ -129,6 +129,7 @@ def test_a_staff_user_logs_in_and_the_dashboard_matches_the_database(page):
 
 def test_a_paused_queue_shows_as_paused_and_resumes(page):
     make_job(JobStatus.READY, queue_name="reports")
+    add_worker("host-1:101:live", ["reports", "emails"], heartbeat_ago=1)
     superuser()
     log_in(page, "root")
     page.goto(DASHBOARD)

@@ -48,6 +48,7 @@ def test_the_dashboard_shows_what_skipqueue_status_reports(admin_client):
     make_job(JobStatus.CLAIMED)
     make_job(JobStatus.SCHEDULED, queue_name="high")
     pausing.pause("reports", reason="maintenance window", by="ops")
+    add_worker("live-1", ["emails"], heartbeat_ago=2)
 
     html = admin_client.get(dashboard_url()).content.decode()
 
@@ -59,6 +60,8 @@ def test_the_dashboard_shows_what_skipqueue_status_reports(admin_client):
     reports_row = re.search(r'<tr data-queue="reports">.*?</tr>', html, re.S).group(0)
     assert "paused" in reports_row and "maintenance window" in reports_row
     assert "running" in re.search(r'<tr data-queue="emails">.*?</tr>', html, re.S).group(0)
+    unserved = re.search(r'<tr data-queue="high">.*?</tr>', html, re.S).group(0)
+    assert "no live worker" in unserved and "running" not in unserved
 
 
 def test_throughput_chart_workers_and_rates_come_from_the_workers_figures(admin_client):

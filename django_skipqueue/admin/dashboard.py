@@ -81,6 +81,8 @@ def _queue_row(board: Dashboard, queue: Any) -> dict[str, Any]:
         "chart": charts.throughput_chart(board.throughput.get(queue.name, []), queue.name),
         "backend": ref.backend if ref else None,
         "pause": board.pauses.get(queue.name),
+        # Ready jobs that nobody claims when no live worker serves the queue.
+        "waiting": queue.counts["ready"].value if not queue.live_workers else 0,
     }
 
 

@@ -57,24 +57,32 @@ def _error_parts(error: Any) -> tuple[str, str]:
 
 
 def timeline(job: Job, now: datetime) -> SafeString:
-    """Render enqueued / due / started / last attempt / finished, with the time between."""
+    """Render enqueued / due / started / last attempt / finished in the order they happened.
+
+    A retry moves ``run_after`` past the first start, so the events are sorted by time:
+    listed in a fixed order, a retried job would show a negative time between two of them.
+    """
+    rows, previous = [], None
+    for label, moment in sorted(_events(job), key=lambda event: event[1]):
+        rows.append((label, moment_ms(moment), _duration(moment - previous) if previous else ""))
+        previous = moment
+    if job.finished_at is None and previous is not None:
+        rows.append(("Now (database clock)", moment_ms(now), ""))
+    return _table(("Event", "When (UTC)", "After previous"), rows)
+
+
+def _events(job: Job) -> list[tuple[str, datetime]]:
+    """The job's recorded moments; a due time after the first start was set by a retry."""
+    started, due_at = job.started_at, job.run_after
+    due = "Retry due" if started and due_at and due_at > started else "Due"
     steps = [
         ("Enqueued", job.enqueued_at),
-        ("Due", job.run_after),
+        (due, due_at),
         ("Started", job.started_at),
         ("Last attempt started", job.last_attempted_at),
         ("Finished", job.finished_at),
     ]
-    rows, previous = [], None
-    for label, moment in steps:
-        if moment is None:
-            continue
-        after = _duration(moment - previous) if previous else ""
-        rows.append((label, moment_ms(moment), after))
-        previous = max(previous, moment) if previous else moment
-    if job.finished_at is None and previous is not None:
-        rows.append(("Now (database clock)", moment_ms(now), ""))
-    return _table(("Event", "When (UTC)", "After previous"), rows)
+    return [(label, moment) for label, moment in steps if moment is not None]
 
 
 def lease(job: Job, now: datetime) -> SafeString:

@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 
 from ..dbtime import read_db_now
 from ..models import Job
-from . import actions, detail
+from . import actions, columns, detail
 from .dashboard import dashboard_urls
 from .listing import (
     TASK_SCAN_WINDOW,
@@ -39,21 +39,13 @@ class JobChangeList(ChangeList):
     """The list's query leaves the heavy JSON columns unread."""
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> JobQuery:
-        return super().get_queryset(request, exclude_parameters).defer(*HEAVY_FIELDS)
+        jobs = super().get_queryset(request, exclude_parameters).defer(*HEAVY_FIELDS)
+        return columns.with_error_class(jobs)
 
 
 class JobAdmin(admin.ModelAdmin):
-    list_display = (
-        "id",
-        "task_path",
-        "queue_name",
-        "status_label",
-        "priority",
-        "attempts_label",
-        "enqueued",
-        "finished",
-    )
-    list_display_links = ("id", "task_path")
+    list_display = ("id", "task", "queue", "state", "attempts_label", "enqueued", "finished")
+    list_display_links = ("id", "task")
     list_filter = (
         ("status", admin.ChoicesFieldListFilter),
         QueueFilter,
@@ -158,6 +150,18 @@ class JobAdmin(admin.ModelAdmin):
     @admin.display(description="finished (UTC)")
     def finished(self, job: Job) -> str:
         return detail.moment(job.finished_at)
+
+    @admin.display(description="task")
+    def task(self, job: Job) -> SafeString:
+        return columns.breakable_path(job.task_path)
+
+    @admin.display(description="queue")
+    def queue(self, job: Job) -> SafeString:
+        return columns.queue(job)
+
+    @admin.display(description="status")
+    def state(self, job: Job) -> SafeString:
+        return columns.state(job)
 
     @admin.display(description="job")
     def summary(self, job: Job) -> SafeString:
