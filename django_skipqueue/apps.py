@@ -1,9 +1,37 @@
+"""The app: its checks of the SKIPQUEUE_* settings, and the TASKS setting it needs."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+
+BACKEND = "django_skipqueue.backend.SkipQueueBackend"
 
 
 class SkipQueueConfig(AppConfig):
     name = "django_skipqueue"
     verbose_name = "Job queue"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from .setting_checks import check_settings
+
+        require_tasks_setting()
+        checks.register(check_settings)
+
+
+def require_tasks_setting() -> None:
+    """Refuse to start without TASKS, before a task module is imported.
+
+    Without TASKS, Django runs tasks with its ImmediateBackend, and ``@task(max_attempts=3)``
+    fails on import with "unexpected keyword argument 'max_attempts'", far from the cause.
+    """
+    if settings.is_overridden("TASKS"):  # type: ignore[misc]
+        return
+    raise ImproperlyConfigured(
+        "django_skipqueue is in INSTALLED_APPS, but the TASKS setting is missing, so tasks "
+        'would run with Django\'s ImmediateBackend. Add: TASKS = {"default": {"BACKEND": '
+        f'"{BACKEND}", "QUEUES": ["default"]}}}}'
+    )

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.apps import apps
 from django.core.checks import CheckMessage
+from django.core.exceptions import ImproperlyConfigured
 from django.tasks import DEFAULT_TASK_QUEUE_NAME, Task, TaskResult
 from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.exceptions import TaskResultDoesNotExist
+from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
-from . import checks, wakeup
+from . import checks, setting_checks
 from .conf import get_settings
-from .enqueue import build_job, build_jobs, insert_job, insert_jobs
 from .exceptions import InvalidQueueName, InvalidTaskOption
-from .models import Job, JobStatus
-from .results import build_result, task_for_job
 from .tasks import SkipQueueTask, resolve_task
+
+if TYPE_CHECKING:
+    from .models import Job
+
+# The modules that use the models are imported by the methods that need them: this module
+# must load without django_skipqueue in INSTALLED_APPS, so that the backend can say to add it
+# where importing the models would raise an error about an internal model.
 
 QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
@@ -39,9 +45,15 @@ class SkipQueueBackend(BaseTaskBackend):
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
+        if not apps.is_installed("django_skipqueue"):
+            raise ImproperlyConfigured(
+                f"Task backend {alias!r} is a SkipQueueBackend, but 'django_skipqueue' is not "
+                "in INSTALLED_APPS: add it there (its tables hold the jobs), then run migrate."
+            )
         # Kept in settings order: workers claim from queues in this order by default.
         self.queue_names: list[str] = list(params.get("QUEUES", [DEFAULT_TASK_QUEUE_NAME]))
         self.database: str = self.options.get("DATABASE", "default")
+        self.params = params
 
     def validate_task(self, task: Task) -> None:
         """Refuse a Task this backend cannot store or run, with a specific error."""
@@ -50,11 +62,20 @@ class SkipQueueBackend(BaseTaskBackend):
                 f"Queue name {task.queue_name!r} is invalid: use 1-64 letters, digits, "
                 "'_', '.', ':' or '-', starting with a letter or digit."
             )
-        super().validate_task(task)
+        try:
+            super().validate_task(task)
+        except InvalidTask as error:
+            if not self.queues or task.queue_name in self.queues:
+                raise
+            raise InvalidTask(
+                setting_checks.queue_not_configured(self, task.queue_name)
+            ) from error
         validate_options(task)
 
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
         """Insert a job on the queue's connection, inside the caller's transaction if any."""
+        from .enqueue import build_job, insert_job
+
         self.validate_task(task)
         job, created = insert_job(build_job(task, args, kwargs), self.database)
         result = self._result(job, task if created else None)
@@ -69,6 +90,8 @@ class SkipQueueBackend(BaseTaskBackend):
         Calls with an idempotency key are inserted one by one so that each key stays
         race-free; the rest go in batches.
         """
+        from .enqueue import build_jobs, insert_jobs
+
         calls = list(calls)
         for task in {id(task): task for task, _, _ in calls}.values():
             self.validate_task(task)
@@ -83,6 +106,9 @@ class SkipQueueBackend(BaseTaskBackend):
 
     def _wake_workers(self, jobs: list[Job]) -> None:
         """Once the jobs commit, wake idle workers of their queues (best effort)."""
+        from . import wakeup
+        from .models import JobStatus
+
         queues = {job.queue_name for job in jobs if job.status == JobStatus.READY}
         if queues:
             wakeup.after_commit(self.database, queues)
@@ -90,6 +116,8 @@ class SkipQueueBackend(BaseTaskBackend):
     def _results_in_order(
         self, calls: list[TaskCall], jobs: list[Job], plain: list[Job]
     ) -> list[TaskResult]:
+        from .enqueue import insert_job
+
         plain_iter = iter(plain)
         results = []
         for (task, _, _), job in zip(calls, jobs, strict=True):
@@ -102,6 +130,8 @@ class SkipQueueBackend(BaseTaskBackend):
 
     def get_result(self, result_id: str) -> TaskResult:
         """Retrieve a task result by id."""
+        from .models import Job
+
         try:
             job = Job.objects.using(self.database).get(pk=int(result_id))
         except (ValueError, TypeError, Job.DoesNotExist):
@@ -109,11 +139,13 @@ class SkipQueueBackend(BaseTaskBackend):
         return self._result(job)
 
     def _result(self, job: Job, task: Task | None = None) -> TaskResult:
+        from .results import build_result, task_for_job
+
         task = task or resolve_task(job.task_path)
         return build_result(job, task_for_job(task, job), self.alias)
 
     def check(self, **kwargs: Any) -> list[CheckMessage]:
-        return checks.check_backend(self)
+        return [*setting_checks.check_entry(self), *checks.check_backend(self)]
 
 
 def validate_options(task: Task) -> None:

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections
 
-from .conf import get_settings
+from .conf import SkipQueueSettings
 
 if TYPE_CHECKING:
     from .backend import SkipQueueBackend
@@ -111,7 +111,7 @@ def check_queue_names(backend: SkipQueueBackend) -> list[CheckMessage]:
 
 
 def check_wakeup_fanout() -> list[CheckMessage]:
-    fanout = get_settings().WAKEUP_FANOUT
+    fanout = getattr(settings, "SKIPQUEUE_WAKEUP_FANOUT", SkipQueueSettings().WAKEUP_FANOUT)
     if fanout is None or (isinstance(fanout, int) and not isinstance(fanout, bool) and fanout > 0):
         return []
     return [

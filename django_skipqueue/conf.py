@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from .durations import parse_duration
+
 PREFIX = "SKIPQUEUE_"
+#: Annotations of the settings that are seconds: each also takes a duration string.
+SECONDS = frozenset({"float", "float | None"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,13 +131,24 @@ def get_settings() -> SkipQueueSettings:
     ``setting_changed`` (override_settings) clears the copy.
     """
     if not _current:
-        overrides = {
-            f.name: getattr(settings, PREFIX + f.name)
+        overrides: dict[str, Any] = {
+            f.name: _read(f.name, f.type)
             for f in fields(SkipQueueSettings)
             if hasattr(settings, PREFIX + f.name)
         }
         _current[:] = [SkipQueueSettings(**overrides)]
     return _current[0]
+
+
+def _read(name: str, kind: object) -> object:
+    """Return a setting's value; a duration ("90s", a timedelta) as seconds where seconds go."""
+    value = getattr(settings, PREFIX + name)
+    if kind not in SECONDS or not isinstance(value, str | timedelta):
+        return value
+    try:
+        return parse_duration(value).total_seconds()
+    except ValueError:
+        return value  # check E008 names it; raising here would break the checks themselves
 
 
 @receiver(setting_changed)

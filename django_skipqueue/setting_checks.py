@@ -1,0 +1,215 @@
+"""Checks of the configuration a user writes: every SKIPQUEUE_* setting and the TASKS entry.
+
+A misspelled name or key is otherwise ignored without a word (the default silently applies),
+and a wrong value surfaces later, inside a web request or a worker.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import fields
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error
+
+from .checks import HINT
+from .conf import PREFIX, SkipQueueSettings
+from .durations import parse_duration
+
+if TYPE_CHECKING:
+    from .backend import SkipQueueBackend
+
+#: Keys of a TASKS entry this backend reads (Django's own three).
+ENTRY_KEYS = ("BACKEND", "QUEUES", "OPTIONS")
+#: Keys of a SkipQueueBackend's OPTIONS.
+OPTION_KEYS = ("DATABASE",)
+#: Statuses SKIPQUEUE_PURGE_RETENTION may name.
+RETENTION_KEYS = ("succeeded", "cancelled", "failed")
+
+#: A rule returns None for a valid value, else what the value must be.
+Rule = Callable[[object], str | None]
+
+
+def whole(low: int, high: int | None = None) -> Rule:
+    def rule(value: object) -> str | None:
+        number = isinstance(value, int) and not isinstance(value, bool)
+        if number and value >= low and (high is None or value <= high):  # type: ignore[operator]
+            return None
+        return f"a whole number from {low} to {high}" if high else f"a whole number >= {low}"
+
+    return rule
+
+
+def seconds(*, zero: bool = False, none: bool = False) -> Rule:
+    """A number of seconds or a duration string ("90s", "5m"); zero or None if allowed."""
+    wanted = "a duration (seconds, or a string such as '90s' or '5m')"
+    wanted += " of 0 or more" if zero else " greater than 0"
+    wanted += ", or None" if none else ""
+
+    def rule(value: object) -> str | None:
+        if value is None:
+            return None if none else wanted
+        try:
+            amount = parse_duration(value)
+        except (ValueError, TypeError):
+            return wanted
+        return None if amount > timedelta(0) or (zero and not amount) else wanted
+
+    return rule
+
+
+def one_of(*kinds: type | None, wanted: str) -> Rule:
+    def rule(value: object) -> str | None:
+        ok = any(value is None if kind is None else isinstance(value, kind) for kind in kinds)
+        return None if ok else wanted
+
+    return rule
+
+
+def aliases(value: object) -> str | None:
+    wanted = "a list of aliases in DATABASES"
+    if not isinstance(value, list | tuple):
+        return wanted
+    return None if all(alias in settings.DATABASES for alias in value) else wanted
+
+
+def retention(value: object) -> str | None:
+    wanted = "a dict of status -> duration or None"
+    if not isinstance(value, Mapping):
+        return wanted
+    check = seconds(none=True)
+    bad = [key for key, age in value.items() if key in RETENTION_KEYS and check(age)]
+    return f"{wanted} (not {value[bad[0]]!r} for {bad[0]!r})" if bad else None
+
+
+RULES: dict[str, Rule] = {
+    "MAX_ATTEMPTS": whole(1, 1000),  # as the task option max_attempts
+    "LEASE_SECONDS": seconds(),
+    "RETRY_BACKOFF": seconds(zero=True),
+    "RETRY_BACKOFF_MAX": seconds(zero=True),
+    "MAX_PAYLOAD_BYTES": whole(1),
+    "MAX_TRACEBACK_CHARS": whole(100),
+    "HEARTBEAT_SECONDS": seconds(),
+    "IDLE_POLL_SECONDS": seconds(),
+    "WAKEUP": one_of(bool, wanted="True or False"),
+    "WAKEUP_HOST": one_of(str, None, wanted="an address (a string) or None"),
+    "RESTART_BACKOFF_MAX": seconds(zero=True),
+    "REAP_INTERVAL": seconds(),
+    "PROMOTE_INTERVAL": seconds(),
+    "MAINTENANCE_BATCH": whole(1),
+    "PURGE_RETENTION": retention,
+    "PURGE_INTERVAL": seconds(none=True),
+    "PURGE_CHUNK": whole(1),
+    "PURGE_CHUNK_SECONDS": seconds(),
+    "PURGE_SLEEP": seconds(zero=True),
+    "PURGE_REPLICAS": aliases,
+    "PURGE_MAX_REPLICA_LAG": seconds(zero=True),
+    "PURGE_ARCHIVE": one_of(bool, wanted="True or False"),
+    "STATUS_COUNT_CAP": whole(1),
+    "WORKER_STALE_SECONDS": seconds(),
+    "HEALTH_MAX_READY_AGE": seconds(),
+    "HEALTH_MAX_REAPER_AGE": seconds(),
+    "PAUSE_CACHE_SECONDS": seconds(zero=True),
+    "METRICS_RETENTION_SECONDS": seconds(),
+    "PRUNE_INTERVAL": seconds(),
+    "OUTBOX_BATCH": whole(1),
+    "OUTBOX_LEASE_SECONDS": seconds(),
+    "OUTBOX_MAX_ATTEMPTS": whole(1, 1000),
+    "OUTBOX_RETRY_BACKOFF": seconds(zero=True),
+    "OUTBOX_RETRY_BACKOFF_MAX": seconds(zero=True),
+    "OUTBOX_MAX_PAYLOAD_BYTES": whole(1),
+    "OUTBOX_DECLARE": one_of(bool, wanted="True or False"),
+    "OUTBOX_IDLE_POLL_SECONDS": seconds(),
+    "HEALTH_MAX_OUTBOX_AGE": seconds(),
+}
+#: Settings with checks of their own: E005 and the outbox's E201-E203.
+CHECKED_ELSEWHERE = frozenset(
+    {"WAKEUP_FANOUT", "OUTBOX_BROKER_URL", "OUTBOX_TOPICS", "OUTBOX_PARTITIONS"}
+)
+
+
+def check_settings(**kwargs: object) -> list[CheckMessage]:
+    """Check every SKIPQUEUE_* setting: known names, valid values, known retention statuses."""
+    return [*_unknown_settings(), *_invalid_values(), *_unknown_retention_keys()]
+
+
+def _unknown_settings() -> Iterator[CheckMessage]:
+    known = [PREFIX + f.name for f in fields(SkipQueueSettings)]
+    for name in dir(settings):
+        if name.startswith(PREFIX) and name not in known:
+            yield Error(
+                f"Unknown setting {name}.", hint=_hint(name, known), id="django_skipqueue.E007"
+            )
+
+
+def _invalid_values() -> Iterator[CheckMessage]:
+    for name, rule in RULES.items():
+        if not hasattr(settings, PREFIX + name):
+            continue
+        value = getattr(settings, PREFIX + name)
+        wanted = rule(value)
+        if wanted is not None:
+            message = f"{PREFIX}{name} must be {wanted}, not {value!r}."
+            yield Error(message, hint=HINT, id="django_skipqueue.E008")
+
+
+def _unknown_retention_keys() -> Iterator[CheckMessage]:
+    value = getattr(settings, PREFIX + "PURGE_RETENTION", {})
+    for key in value if isinstance(value, Mapping) else ():
+        if key not in RETENTION_KEYS:
+            yield Error(
+                f"{PREFIX}PURGE_RETENTION names an unknown status {key!r}; a status missing "
+                "from it is never purged.",
+                hint=_hint(key, RETENTION_KEYS),
+                id="django_skipqueue.E009",
+            )
+
+
+def check_entry(backend: SkipQueueBackend) -> list[CheckMessage]:
+    """Check the backend's TASKS entry: known keys, QUEUES a list, known OPTIONS."""
+    found: list[CheckMessage] = [
+        _unknown_key(backend, f"TASKS[{backend.alias!r}]", key, ENTRY_KEYS)
+        for key in backend.params
+        if key not in ENTRY_KEYS
+    ]
+    found += [
+        _unknown_key(backend, f"TASKS[{backend.alias!r}]['OPTIONS']", key, OPTION_KEYS)
+        for key in backend.options
+        if key not in OPTION_KEYS
+    ]
+    queues = backend.params.get("QUEUES", [])
+    if not isinstance(queues, list | tuple):
+        message = f"TASKS[{backend.alias!r}]['QUEUES'] must be a list of names, not {queues!r}."
+        found.append(Error(message, hint=HINT, id="django_skipqueue.E010"))
+    return found
+
+
+def _unknown_key(backend: SkipQueueBackend, where: str, key: str, known: tuple) -> Error:
+    return Error(
+        f"{where} has an unknown key {key!r}.", hint=_hint(key, known), id="django_skipqueue.E010"
+    )
+
+
+def queue_not_configured(backend: SkipQueueBackend, queue: str) -> str:
+    """Explain a task's queue that the backend's QUEUES lacks, and a likely misspelled key."""
+    text = (
+        f"Queue {queue!r} is not in the QUEUES of task backend {backend.alias!r} "
+        f"({', '.join(backend.queue_names)}): add it to TASKS[{backend.alias!r}]['QUEUES']."
+    )
+    for key in backend.params:
+        if key not in ENTRY_KEYS and _closest(key, ENTRY_KEYS) == "QUEUES":
+            text += f" (TASKS[{backend.alias!r}] has a key {key!r}: did you mean 'QUEUES'?)"
+    return text
+
+
+def _closest(name: str, known: tuple | list) -> str | None:
+    matches = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def _hint(name: str, known: tuple | list) -> str:
+    match = _closest(name, known)
+    return f"Did you mean {match!r}? {HINT}" if match else HINT
