@@ -69,6 +69,21 @@ start_services() {
         pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
         for _ in $(seq 60); do pg_isready -h 127.0.0.1 -q && break; sleep 0.5; done
     fi
+    # The outbox tests publish to RabbitMQ (5672) and NATS JetStream (4222).
+    if [[ "$EXTRAS" == *test* ]] && command -v rabbitmq-server >/dev/null \
+        && ! (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then
+        log "starting RabbitMQ"
+        rabbitmq-server -detached >/dev/null 2>&1 || true
+        for _ in $(seq 120); do (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null && break; sleep 0.5; done
+    fi
+    if [[ "$EXTRAS" == *test* ]] && [[ -x /usr/sbin/nats-server ]] \
+        && ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
+        log "starting NATS with JetStream"
+        mkdir -p /var/lib/nats-server
+        start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
+            -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+        for _ in $(seq 60); do (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null && break; sleep 0.5; done
+    fi
 }
 
 install_system_packages

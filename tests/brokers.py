@@ -59,11 +59,13 @@ def rabbitmq_vhost() -> Iterator[str]:
 class RabbitQueue:
     """A queue bound to an exchange, read back with basic_get."""
 
-    def __init__(self, url: str, exchange: str, queue: str, binding: str = "#") -> None:
+    def __init__(
+        self, url: str, exchange: str, queue: str, binding: str = "#", *, durable: bool = True
+    ) -> None:
         self.connection = pika.BlockingConnection(pika.URLParameters(url))
         self.channel = self.connection.channel()
         self.channel.exchange_declare(exchange, exchange_type="topic", durable=True)
-        self.channel.queue_declare(queue, durable=True)
+        self.channel.queue_declare(queue, durable=durable)
         self.channel.queue_bind(queue, exchange, routing_key=binding)
         self.queue = queue
 

@@ -32,8 +32,11 @@ class RelayProcess:
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
+        self._log.close()
 
     def stop(self) -> None:
+        if self._log.closed:
+            return
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:

@@ -8,8 +8,10 @@ from collections.abc import Iterator
 import pytest
 from django.db import transaction
 
-from django_skipqueue.outbox import Message, publish, publish_many
+from django_skipqueue.outbox import Message, partitions, publish, publish_many
 from django_skipqueue.outbox.models import MessageStatus, OutboxMessage, OutboxRelay
+from django_skipqueue.outbox.relay import Relay
+from django_skipqueue.outbox.transports.rabbitmq import RabbitMQTransport
 from tests.brokers import RabbitQueue, rabbitmq_vhost
 from tests.relays import burst
 
@@ -104,3 +106,53 @@ def test_a_missing_exchange_is_retried_with_backoff_and_holds_its_key_back(
     assert waiting["after-pay-1"].status == MessageStatus.PENDING
     assert waiting["after-pay-1"].attempts == 0
     assert [r.message_id for r in orders.drain()] == ["other-3"]
+
+
+class Crash(BaseException):
+    """Stands for SIGKILL: nothing after it runs in the relay (no settle, no delete)."""
+
+
+class CrashAfterConfirms:
+    """The real RabbitMQ transport, dying right after the broker confirmed ``count`` messages:
+    the moment between the confirm and the delete."""
+
+    def __init__(self, url: str, count: int) -> None:
+        self.inner = RabbitMQTransport(url)
+        self.inner.connect()
+        self.count = count
+
+    def send(self, message) -> None:
+        self.inner.send(message)
+        self.count -= 1
+        if self.count == 0:
+            raise Crash
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_a_crash_between_confirm_and_delete_resends_with_the_same_ids_and_a_cause(
+    orders, amqp_url
+):
+    publish_many([Message("orders", {"n": n}, key="k", message_id=f"m{n}") for n in range(10)])
+    partitions.ensure_partitions("default", 16)
+    crashing = CrashAfterConfirms(amqp_url, 4)
+    with pytest.raises(Crash):
+        Relay("default", crashing, "relay-a").run_round()
+    crashing.inner.close()
+    assert OutboxMessage.objects.count() == 10, "nothing is deleted without a settled round"
+
+    transport = RabbitMQTransport(amqp_url)
+    transport.connect()
+    try:
+        done = Relay("default", transport, "relay-b").run_round()
+    finally:
+        transport.close()
+
+    assert done.sent == 10 and done.resent == 10
+    received = orders.drain()
+    assert [r.message_id for r in received] == [f"m{n}" for n in (0, 1, 2, 3, *range(10))]
+    duplicates = received[4:8]
+    assert all(r.headers["X-Skipqueue-Resent"] == "unsettled claim relay-a#1" for r in duplicates)
+    assert all(r.headers["X-Skipqueue-Attempt"] == "2" for r in duplicates)
+    assert not OutboxMessage.objects.exists()

@@ -84,6 +84,9 @@ class Relay:
             cap=settings.OUTBOX_RETRY_BACKOFF_MAX,
             max_attempts=settings.OUTBOX_MAX_ATTEMPTS,
         )
+        if resent:
+            unsettled = sorted({m.owner for m in messages if m.owner is not None})
+            logger.info("resent=%d after unsettled claims=%s", resent, ",".join(unsettled))
         if broken is not None:
             raise broken
         per_message = elapsed / max(len(outcomes.sent), 1)
@@ -131,8 +134,6 @@ def outgoing(message: OutboxMessage, destinations: Mapping[str, str | None]) -> 
         # The claim that published it before ended without recording the broker's answer
         # (it died, or lost its connection or its lease): this may be a duplicate.
         headers["X-Skipqueue-Resent"] = f"unsettled claim {message.owner}"
-        logger.info("resending message_id=%s after unsettled claim %s", message.message_id,
-                    message.owner)  # fmt: skip
     body = json.dumps(message.payload, separators=(",", ":")).encode()
     destination = destinations.get(message.topic) or message.topic
     return Outgoing(message.message_id, destination, message.key, body, headers)

@@ -25,11 +25,12 @@ class NatsTransport:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._loop = asyncio.new_event_loop()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._client: Any = None
         self._js: Any = None
 
     def connect(self) -> None:
+        self._loop = asyncio.new_event_loop()
         try:
             self._client = self._run(
                 nats.connect(
@@ -83,6 +84,12 @@ class NatsTransport:
                 self._run(client.close())
             except Exception:
                 logger.debug("closing the NATS connection failed", exc_info=True)
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.close()
 
     def _run(self, coroutine: Any) -> Any:
+        if self._loop is None:
+            coroutine.close()
+            raise BrokerUnavailable("NATS connection is closed")
         return self._loop.run_until_complete(coroutine)
