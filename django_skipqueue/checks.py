@@ -13,7 +13,9 @@ from .conf import SkipQueueSettings
 if TYPE_CHECKING:
     from .backend import SkipQueueBackend
 
-HINT = "See https://django-skipqueue.readthedocs.io/en/latest/reference/checks.html"
+#: Where every check id and its fix is listed: a page of the docs, in the source tree
+#: (docs/ is not installed with the package, and the docs are not published yet).
+HINT = "See docs/reference/checks.md in django-skipqueue's source: every check and its fix."
 
 
 def check_backend(backend: SkipQueueBackend) -> list[CheckMessage]:
