@@ -16,6 +16,7 @@ class Unhealthy(IntEnum):
     NO_LIVE_WORKER = 3
     READY_TOO_OLD = 4
     REAPER_NOT_RUNNING = 5
+    OUTBOX_TOO_OLD = 6
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from django_skipqueue.health import Thresholds, problems, summary
+from django_skipqueue.conf import get_settings
+from django_skipqueue.health import Problem, Thresholds, Unhealthy, problems, summary
+from django_skipqueue.outbox.stats import lag_problem, outbox_status
 from django_skipqueue.queues import queue_database, queue_names
 from django_skipqueue.stats import queue_status
 
@@ -24,7 +26,8 @@ def seconds(value: str) -> float:
 class Command(BaseCommand):
     help = (
         "Check the queue for orchestrators. Exit status: 0 healthy, 3 no live worker, "
-        "4 a ready job waited too long, 5 the reaper is not running, 1 cannot check; "
+        "4 a ready job waited too long, 5 the reaper is not running, 6 an outbox message "
+        "waited too long (with the outbox app), 1 cannot check; "
         "with several problems, the first of these. Each problem is printed."
     )
     requires_system_checks: list[str] = []
@@ -45,6 +48,13 @@ class Command(BaseCommand):
             "(default: SKIPQUEUE_HEALTH_MAX_REAPER_AGE).",
         )
         parser.add_argument(
+            "--max-outbox-age",
+            type=seconds,
+            metavar="SECONDS",
+            help="Longest acceptable wait of an unsent outbox message "
+            "(default: SKIPQUEUE_HEALTH_MAX_OUTBOX_AGE).",
+        )
+        parser.add_argument(
             "--backend", default="default", help="Task backend to check (default: %(default)r)."
         )
         parser.add_argument("--json", action="store_true", help="Print the verdict as JSON.")
@@ -54,9 +64,13 @@ class Command(BaseCommand):
         try:
             using = queue_database(options["backend"])
             report = queue_status(using, queue_names(options["backend"]), window_minutes=1)
+            outbox = outbox_status(using)
         except (DatabaseError, ValueError) as error:
             raise CommandError(f"UNHEALTHY: cannot check the queue: {error}") from error
         found = problems(report, thresholds)
+        limit = options["max_outbox_age"] or get_settings().HEALTH_MAX_OUTBOX_AGE
+        if lag := lag_problem(outbox, limit):
+            found.append(Problem(Unhealthy.OUTBOX_TOO_OLD, lag))
         if options["json"]:
             verdict = [{"status": p.check.value, "check": p.check.name, "reason": p.reason}
                        for p in found]  # fmt: skip

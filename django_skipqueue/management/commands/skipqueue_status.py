@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from django_skipqueue.durations import format_seconds
+from django_skipqueue.outbox.stats import outbox_status
 from django_skipqueue.queues import queue_database, queue_names
 from django_skipqueue.stats import DEPTH_STATUSES, QueueStatus, StatusReport, queue_status
 
@@ -49,10 +50,16 @@ class Command(BaseCommand):
         except ValueError as error:
             raise CommandError(str(error)) from error
         report = queue_status(using, names, window_minutes=options["minutes"])
+        outbox = outbox_status(using)
         if options["json"]:
-            self.stdout.write(json.dumps(report.as_dict(), indent=2))
+            data = report.as_dict()
+            if outbox is not None:
+                data["outbox"] = outbox.as_dict()
+            self.stdout.write(json.dumps(data, indent=2))
         else:
             self.stdout.write(render(report))
+            if outbox is not None:
+                self.stdout.write(outbox.line())
 
 
 def render(report: StatusReport) -> str:

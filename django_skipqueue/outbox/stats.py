@@ -1,0 +1,92 @@
+"""Outbox figures for skipqueue_status and skipqueue_health: depth, age, dead letters, relays."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.apps import apps
+from django.db.models import Avg, Sum
+
+from ..conf import get_settings
+from ..counting import capped_count
+from ..dbtime import DatabaseNowPlus, read_db_now
+from ..durations import format_seconds
+
+#: The app label; the figures exist only where the outbox app is installed.
+APP = "django_skipqueue.outbox"
+
+
+@dataclass
+class OutboxStatus:
+    pending: int
+    retry: int
+    dead: int
+    #: Seconds the oldest unsent (pending or retry) message has waited; None: none waits.
+    oldest_unsent_age: float | None
+    relays_live: int
+    relays_stale: int
+    #: Messages the live relays have sent since they started.
+    sent_by_live_relays: int
+    #: Mean confirm latency per message of the live relays' last rounds, in milliseconds.
+    confirm_ms: float | None
+    approximate: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        return (
+            f"outbox: {self.pending} pending, {self.retry} retrying, {self.dead} dead letters; "
+            f"oldest unsent {format_seconds(self.oldest_unsent_age)}; "
+            f"relays: {self.relays_live} live, {self.relays_stale} stale"
+        )
+
+
+def outbox_status(using: str) -> OutboxStatus | None:
+    """Gather the outbox figures, or None when the outbox app is not installed."""
+    if not apps.is_installed(APP):
+        return None
+    from .models import MessageStatus, OutboxMessage, OutboxRelay
+
+    settings = get_settings()
+    messages = OutboxMessage.objects.using(using)
+    counts = {
+        status: capped_count(messages.filter(status=status), settings.STATUS_COUNT_CAP)
+        for status in MessageStatus.values
+    }
+    oldest = (
+        messages.filter(status__in=[MessageStatus.PENDING, MessageStatus.RETRY])
+        .order_by("id")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    age = None if oldest is None else max((read_db_now(using) - oldest).total_seconds(), 0.0)
+    relays = OutboxRelay.objects.using(using).filter(stopped_at__isnull=True)
+    horizon = DatabaseNowPlus(-settings.WORKER_STALE_SECONDS)
+    live = relays.filter(last_heartbeat_at__gte=horizon)
+    figures = live.aggregate(sent=Sum("sent"), confirm=Avg("confirm_ms"))
+    return OutboxStatus(
+        pending=counts[MessageStatus.PENDING].value,
+        retry=counts[MessageStatus.RETRY].value,
+        dead=counts[MessageStatus.DEAD].value,
+        oldest_unsent_age=age,
+        relays_live=live.count(),
+        relays_stale=relays.filter(last_heartbeat_at__lt=horizon).count(),
+        sent_by_live_relays=figures["sent"] or 0,
+        confirm_ms=figures["confirm"],
+        approximate=[status for status, count in counts.items() if count.approximate],
+    )
+
+
+def lag_problem(status: OutboxStatus | None, limit: float) -> str | None:
+    """Return why the outbox is unhealthy (its oldest unsent message is too old), or None."""
+    if status is None or status.oldest_unsent_age is None:
+        return None
+    if status.oldest_unsent_age <= limit:
+        return None
+    relays = "no live relay" if not status.relays_live else f"{status.relays_live} live relay(s)"
+    return (
+        f"outbox: the oldest unsent message has waited {format_seconds(status.oldest_unsent_age)} "
+        f"(limit {format_seconds(limit)}; {relays})"
+    )
