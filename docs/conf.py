@@ -9,4 +9,3 @@ source_suffix = {".md": "markdown"}
 exclude_patterns = ["_build", "benchmarks/raw"]
 html_theme = "furo"
 html_title = "django-skipqueue"
-

@@ -65,13 +65,28 @@ def _is_hint(node: ast.AST) -> bool:
 
 
 def _hint_texts() -> list[tuple[str, str]]:
-    """(module, source) of every ``hint=`` argument and ``HINT`` constant of the package."""
-    return [
-        (module.name, ast.unparse(node.value))  # type: ignore[attr-defined]
-        for module in PACKAGE.rglob("*.py")
-        for node in ast.walk(ast.parse(module.read_text()))
-        if _is_hint(node)
-    ]
+    """(module, source) of every ``hint=`` argument and ``HINT`` constant of the package.
+
+    A hint made by a function of the same module (``hint=_hint(key)``) stands for that
+    function's source.
+    """
+    found = []
+    for module in PACKAGE.rglob("*.py"):
+        tree = ast.parse(module.read_text())
+        functions = {
+            node.name: ast.unparse(node) for node in tree.body if isinstance(node, ast.FunctionDef)
+        }
+        for node in ast.walk(tree):
+            if not _is_hint(node):
+                continue
+            value = node.value  # type: ignore[attr-defined]
+            called = (
+                value.func.id
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                else None
+            )
+            found.append((module.name, functions.get(called or "", ast.unparse(value))))
+    return found
 
 
 def test_every_check_hint_points_at_a_docs_page_that_exists():
