@@ -111,11 +111,25 @@ class Claimer:
         return got
 
     def due_soon(self) -> bool:
-        """Tell a burst worker to wait for scheduled jobs due within BURST_HORIZON seconds.
+        """Tell a burst worker whether work is left for it: a ready job of an unpaused queue
+        it serves, or a scheduled one due within BURST_HORIZON seconds.
 
-        Jobs overdue by more than that are left alone: nothing promotes them (no maintenance
-        loop runs), and waiting for them would never end.
+        A ready job can be there after a claim that found nothing: the supervisor's promotion
+        made it ready meanwhile, or another claim held its row locked (SKIP LOCKED skipped it).
+        Scheduled jobs overdue by more than the horizon are left alone: nothing promotes them
+        (no maintenance loop runs), and waiting for them would never end.
         """
+        return self._ready_left() or self._scheduled_soon()
+
+    def _ready_left(self) -> bool:
+        if not self.options.queues:
+            return bool(unpaused(self.queues_with_ready_jobs(), self.using))
+        queues = unpaused(self.options.queues, self.using)
+        return bool(queues) and (
+            Job.objects.using(self.using).ready().filter(queue_name__in=queues).exists()
+        )
+
+    def _scheduled_soon(self) -> bool:
         jobs = Job.objects.using(self.using).scheduled()
         if self.options.queues:
             jobs = jobs.filter(queue_name__in=self.options.queues)

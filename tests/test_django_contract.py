@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from datetime import datetime
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import connections
+from django.db import connections, transaction
 from django.tasks import TaskResultStatus
 from django.tasks.exceptions import InvalidTask
 from django.tasks.signals import task_enqueued, task_finished, task_started
@@ -140,3 +141,32 @@ def test_a_failed_tasks_log_line_carries_its_exception(caplog, close_thread_conn
         if f"id={fine.id} " in r.getMessage() and "state=SUCCESSFUL" in r.getMessage()
     ]
     assert succeeded.exc_info is None
+
+
+@pytest.mark.skip_locked
+def test_a_burst_worker_does_not_stop_while_a_job_it_serves_is_ready(close_thread_connections):
+    """A claim that finds nothing while a job is ready (its row locked by another claim, or
+    promoted just after the claim) must not end a burst: the job would be left behind."""
+    result = echo.enqueue("left behind?")
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_row() -> None:
+        try:
+            with transaction.atomic():
+                Job.objects.select_for_update().get(pk=result.id)
+                locked.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold_the_row)
+    holder.start()
+    locked.wait(10)
+    threading.Timer(1.0, release.set).start()
+    try:
+        run_burst_worker()
+    finally:
+        release.set()
+        holder.join()
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL
