@@ -46,7 +46,11 @@ class JobTimedOut(SkipQueueError):
 
 
 class TaskNotFound(SkipQueueError):
-    """Recorded as the error of a job whose task path no longer names a Task."""
+    """Recorded as the error of a job whose task path no longer names a Task; not retried."""
+
+
+class InvalidReturnValue(SkipQueueError, TypeError):
+    """Recorded as the error of an attempt whose task returned a value that is not JSON."""
 
 
 class WorkerDied(SkipQueueError):

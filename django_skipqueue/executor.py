@@ -26,11 +26,21 @@ from django.utils.json import normalize_json
 from . import transitions
 from .context import JobContext
 from .dbretry import retry_whole_transaction
-from .exceptions import InvalidPayload, JobCancelled, JobTimedOut
+from .exceptions import (
+    InvalidPayload,
+    InvalidReturnValue,
+    JobCancelled,
+    JobTimedOut,
+    TaskNotFound,
+)
 from .models import Job, JobStatus
 from .queues import backend_class
 from .results import build_result, task_for_job
 from .retries import error_record, message_record, retry_delay
+
+#: Errors that running the task again cannot fix: the job fails at once, attempts left or not.
+#: A task path this worker cannot import is one (see docs/reference/workers.md, "Retries").
+NOT_RETRIED = (TaskNotFound, InvalidReturnValue)
 
 
 @dataclass(eq=False)
@@ -236,7 +246,9 @@ def failure(running: Running, task: Task | None, error: BaseException, started: 
     record = error_record(error)
     if isinstance(error, JobCancelled) or running.cancel_event.is_set():
         return Outcome(running, "cancelled", error=record, duration=duration, exception=error)
-    retry_in = retry_delay(running.job, getattr(task, "retry_backoff", None))
+    retry_in = None
+    if not isinstance(error, NOT_RETRIED):
+        retry_in = retry_delay(running.job, getattr(task, "retry_backoff", None))
     status = "failed" if retry_in is None else "retry"
     return Outcome(
         running, status, error=record, retry_in=retry_in, duration=duration, exception=error
@@ -266,10 +278,17 @@ def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def to_json(value: Any) -> Any:
-    """Return a task's return value as plain JSON, or raise TypeError/ValueError."""
-    value = normalize_json(value)
-    json.dumps(value, allow_nan=False)
-    return value
+    """Return a task's return value as plain JSON, or raise InvalidReturnValue."""
+    try:
+        normalized = normalize_json(value)
+        json.dumps(normalized, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidReturnValue(
+            f"The task returned a {type(value).__qualname__}, which cannot be stored as JSON "
+            f"({error}). Return None, a bool, a number, a string, or lists and dicts of them; "
+            "the attempt is not retried, since running the task again would return the same."
+        ) from error
+    return normalized
 
 
 def _arguments(task: Task, context: JobContext, job: Job) -> list[Any]:

@@ -75,6 +75,14 @@ def resolve_task(path: str) -> Task:
     return task
 
 
+#: Said when a stored path names no Task: the likely causes and the way out.
+RENAMED = (
+    " Renamed or removed? A job keeps the path it was enqueued with: keep the old name as an "
+    "alias (old_name = new_name) until its jobs are done, or deploy workers with the code "
+    "that defines it, then retry the failed job."
+)
+
+
 def _import_task(path: str) -> Task:
     module_name, _, attribute = path.rpartition(".")
     if not module_name or not attribute.isidentifier():
@@ -82,9 +90,13 @@ def _import_task(path: str) -> Task:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise TaskNotFound(f"Cannot import the module of task {path!r}: {error}") from error
+        raise TaskNotFound(
+            f"Cannot import the module of task {path!r}: {error}.{RENAMED}"
+        ) from error
     candidate = vars(module).get(attribute)
+    if candidate is None:
+        raise TaskNotFound(f"{path!r} names nothing, not a Task.{RENAMED}")
     if not isinstance(candidate, Task):
-        kind = "nothing" if candidate is None else f"a {type(candidate).__qualname__}"
-        raise TaskNotFound(f"{path!r} names {kind}, not a Task; refusing to run it.")
+        kind = type(candidate).__qualname__
+        raise TaskNotFound(f"{path!r} names a {kind}, not a Task; refusing to run it.")
     return candidate

@@ -90,7 +90,7 @@ def test_unknown_task_and_unserialisable_return_value_fail_cleanly(close_thread_
     Job.objects.filter(pk=gone.id).update(task_path="tests.tasks.no_such_task", max_attempts=1)
     run_worker()
     assert job(bad_return).status == "failed"
-    assert job(bad_return).errors[0]["exception_class_path"] == "builtins.TypeError"
+    assert job(bad_return).errors[0]["exception_class_path"].endswith("InvalidReturnValue")
     assert job(gone).status == "failed"
     assert job(gone).errors[0]["exception_class_path"].endswith("TaskNotFound")
 

@@ -27,6 +27,10 @@ def slow_record(context: TaskContext, seconds: float = 0.0, label: str = "") -> 
     return write_ledger(context, label)
 
 
+#: The old name of a renamed task, kept while its jobs drain (the run-workers how-to).
+slow_record_old_name = slow_record
+
+
 @task(takes_context=True, transactional=True)
 def slow_record_tx(context: TaskContext, seconds: float = 0.0, label: str = "") -> int:
     """Exactly-once: its ledger row commits with its completion, or not at all."""
@@ -106,4 +110,11 @@ def stamp() -> float:
 
 @task(max_attempts=1)
 def not_json() -> object:
+    return {1, 2}
+
+
+@task(takes_context=True, max_attempts=3, retry_backoff=0)
+def write_then_return_a_set(context: TaskContext) -> object:
+    """Write a ledger row (a side effect), then return what JSON cannot hold."""
+    write_ledger(context, "not json")
     return {1, 2}
