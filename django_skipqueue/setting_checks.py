@@ -141,7 +141,9 @@ def _unknown_settings() -> Iterator[CheckMessage]:
     for name in dir(settings):
         if name.startswith(PREFIX) and name not in known:
             yield Error(
-                f"Unknown setting {name}.", hint=_hint(name, known), id="django_skipqueue.E007"
+                f"Unknown setting {name}.",
+                hint=did_you_mean(name, known) + HINT,
+                id="django_skipqueue.E007",
             )
 
 
@@ -163,7 +165,7 @@ def _unknown_retention_keys() -> Iterator[CheckMessage]:
             yield Error(
                 f"{PREFIX}PURGE_RETENTION names an unknown status {key!r}; a status missing "
                 "from it is never purged.",
-                hint=_hint(key, RETENTION_KEYS),
+                hint=did_you_mean(key, RETENTION_KEYS) + HINT,
                 id="django_skipqueue.E009",
             )
 
@@ -189,7 +191,9 @@ def check_entry(backend: SkipQueueBackend) -> list[CheckMessage]:
 
 def _unknown_key(backend: SkipQueueBackend, where: str, key: str, known: tuple) -> Error:
     return Error(
-        f"{where} has an unknown key {key!r}.", hint=_hint(key, known), id="django_skipqueue.E010"
+        f"{where} has an unknown key {key!r}.",
+        hint=did_you_mean(key, known) + HINT,
+        id="django_skipqueue.E010",
     )
 
 
@@ -210,6 +214,7 @@ def _closest(name: str, known: tuple | list) -> str | None:
     return matches[0] if matches else None
 
 
-def _hint(name: str, known: tuple | list) -> str:
+def did_you_mean(name: str, known: tuple | list) -> str:
+    """Return "Did you mean 'X'? " for the closest known name, or nothing."""
     match = _closest(name, known)
-    return f"Did you mean {match!r}? {HINT}" if match else HINT
+    return f"Did you mean {match!r}? " if match else ""
