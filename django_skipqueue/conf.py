@@ -120,6 +120,14 @@ class SkipQueueSettings:
     #: skipqueue_health fails when an unsent outbox message is older than this, in seconds.
     HEALTH_MAX_OUTBOX_AGE: float = 300.0
 
+    # Reservations (django_skipqueue.reservations, when installed).
+    #: Most units one pool (an item at a location) holds, free and held together.
+    RESERVATION_POOL_CAP: int = 1000
+    #: Database alias of the pools, holds and ledger.
+    RESERVATION_DATABASE: str = "default"
+    #: Seconds between two sweeps of expired holds by the maintenance loop.
+    RESERVATION_SWEEP_INTERVAL: float = 5.0
+
 
 _current: list[SkipQueueSettings] = []
 

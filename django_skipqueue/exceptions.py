@@ -83,3 +83,31 @@ class BrokerUnavailable(SkipQueueError):
 
 class MessageNotConfirmed(SkipQueueError):
     """The broker did not confirm an outbox message (nack, timeout): retried with backoff."""
+
+
+class ReservationError(SkipQueueError):
+    """Base class for the errors of reservation pools. Do not raise directly."""
+
+
+class InvalidReservation(ReservationError, ValueError):
+    """A quantity, ttl or holder is invalid; nothing was held or changed."""
+
+
+class UnknownPool(ReservationError, LookupError):
+    """No pool exists for this item and location (restock creates one)."""
+
+
+class InsufficientStock(ReservationError):
+    """Fewer free units than asked for could be claimed; nothing was held."""
+
+
+class PoolFull(ReservationError):
+    """A restock would take the pool past its cap; nothing was added."""
+
+
+class HoldNotActive(ReservationError):
+    """The hold was already confirmed, released or expired."""
+
+
+class HoldExpired(HoldNotActive):
+    """The hold's time ran out before it could be confirmed."""

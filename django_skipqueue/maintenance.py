@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.apps import apps
 from django.db import DatabaseError, close_old_connections
 
 from .conf import get_settings
@@ -34,6 +35,19 @@ class Timer:
     interval: float
     step: Callable[[], object]
     due_at: float = 0.0
+
+
+def app_timers(using: str) -> list[Timer]:
+    """The steps installed sub-apps add, from their AppConfig's ``maintenance_steps(using)``.
+
+    The reservations app adds its sweep of expired holds this way: the loop knows no app.
+    """
+    timers = []
+    for config in apps.get_app_configs():
+        steps = getattr(config, "maintenance_steps", None)
+        if steps is not None:
+            timers += [Timer(name, interval, step) for name, interval, step in steps(using)]
+    return timers
 
 
 class Maintenance:
@@ -64,6 +78,7 @@ class Maintenance:
         ]
         if self.purge_interval:
             self.timers.append(Timer("purge", self.purge_interval, self.purge))
+        self.timers.extend(app_timers(using))
 
     def promote(self) -> int:
         return promote(self.using)

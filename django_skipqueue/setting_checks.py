@@ -124,10 +124,18 @@ RULES: dict[str, Rule] = {
     "OUTBOX_DECLARE": one_of(bool, wanted="True or False"),
     "OUTBOX_IDLE_POLL_SECONDS": seconds(),
     "HEALTH_MAX_OUTBOX_AGE": seconds(),
+    "RESERVATION_SWEEP_INTERVAL": seconds(),
 }
-#: Settings with checks of their own: E005 and the outbox's E201-E203.
+#: Settings with checks of their own: E005, the outbox's E201-E203, the reservations' E101/E103.
 CHECKED_ELSEWHERE = frozenset(
-    {"WAKEUP_FANOUT", "OUTBOX_BROKER_URL", "OUTBOX_TOPICS", "OUTBOX_PARTITIONS"}
+    {
+        "WAKEUP_FANOUT",
+        "OUTBOX_BROKER_URL",
+        "OUTBOX_TOPICS",
+        "OUTBOX_PARTITIONS",
+        "RESERVATION_DATABASE",
+        "RESERVATION_POOL_CAP",
+    }
 )
 
 

@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_skipqueue",
     "django_skipqueue.outbox",
+    "django_skipqueue.reservations",
     "testproject.demo",
 ]
 

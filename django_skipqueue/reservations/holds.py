@@ -1,0 +1,108 @@
+"""Hold, confirm and release units: each one transaction with its ledger entry."""
+
+from __future__ import annotations
+
+from django.db.models import BooleanField, ExpressionWrapper, Q
+
+from ..dbtime import DatabaseNow, DatabaseNowPlus
+from ..exceptions import HoldExpired, HoldNotActive, InsufficientStock, UnknownPool
+from . import ledger
+from .models import HoldState, LedgerReason, Pool, Reservation
+from .units import claim, hold_units, pool_units
+
+
+def hold(
+    using: str, pool: tuple[int, int], quantity: int, holder: str, ttl: float, reference: str
+) -> Reservation:
+    """Claim ``quantity`` free units for a new reservation, or raise and hold nothing."""
+    reservation = Reservation.objects.using(using).create(
+        item_id=pool[0],
+        location_id=pool[1],
+        holder=holder,
+        reference=reference,
+        quantity=quantity,
+        created_at=DatabaseNow(),
+        expires_at=DatabaseNowPlus(ttl),
+    )
+    seqs = claim(using, pool, quantity)
+    if len(seqs) < quantity:
+        raise _shortage(using, pool, quantity, len(seqs))
+    reservation.unit_seqs = seqs
+    pool_units(using, pool).filter(unit_seq__in=seqs).update(
+        reserved_by=reservation.pk, reserved_until=DatabaseNowPlus(ttl)
+    )
+    Reservation.objects.using(using).filter(pk=reservation.pk).update(unit_seqs=seqs)
+    ledger.record(using, pool, -quantity, LedgerReason.HOLD, reference, reservation.pk)
+    return reservation
+
+
+def _shortage(using: str, pool: tuple[int, int], wanted: int, found: int) -> Exception:
+    if not found and not Pool.objects.using(using).filter(item_id=pool[0], location_id=pool[1]):
+        return UnknownPool(f"no pool for item {pool[0]} at location {pool[1]}")
+    return InsufficientStock(
+        f"item {pool[0]} at location {pool[1]}: {wanted} asked, {found} free units claimable"
+    )
+
+
+def confirm(using: str, reservation_id: int) -> Reservation:
+    """Turn a live hold into a sale; a confirmed hold is returned as it is."""
+    reservation = _locked(using, reservation_id)
+    if reservation.state == HoldState.CONFIRMED:
+        return reservation
+    if reservation.state != HoldState.HELD:
+        raise _not_active(reservation)
+    if not reservation.live:  # type: ignore[attr-defined]
+        raise HoldExpired(f"{reservation} expired at {reservation.expires_at}")
+    _end(using, reservation, HoldState.CONFIRMED)
+    if hold_units(using, reservation).delete()[0] != reservation.quantity:
+        raise HoldNotActive(f"{reservation} no longer holds all its units")
+    ledger.record(using, _pool(reservation), 0, LedgerReason.SALE, reservation.reference,
+                  reservation.pk)  # fmt: skip
+    return reservation
+
+
+def release(using: str, reservation_id: int) -> Reservation:
+    """Give a held reservation's units back; a released or expired one is returned as it is."""
+    reservation = _locked(using, reservation_id)
+    if reservation.state in (HoldState.RELEASED, HoldState.EXPIRED):
+        return reservation
+    if reservation.state != HoldState.HELD:
+        raise _not_active(reservation)
+    return_units(using, [reservation], HoldState.RELEASED)
+    return reservation
+
+
+def return_units(using: str, holds: list[Reservation], state: HoldState) -> None:
+    """End locked, held reservations as ``state`` and free their units, with ledger entries."""
+    for reservation in holds:
+        _end(using, reservation, state)
+    for reservation in holds:
+        freed = hold_units(using, reservation).update(reserved_by=None, reserved_until=None)
+        if freed != reservation.quantity:
+            raise HoldNotActive(f"{reservation} no longer holds all its units")
+    reason = LedgerReason.RELEASE if state == HoldState.RELEASED else LedgerReason.EXPIRY
+    ledger.record_holds(using, holds, reason, +1)
+
+
+def _locked(using: str, reservation_id: int) -> Reservation:
+    """Lock the reservation and read whether it is still within its time, by the db clock."""
+    live = ExpressionWrapper(Q(expires_at__gt=DatabaseNow()), output_field=BooleanField())
+    rows = Reservation.objects.using(using).select_for_update().annotate(live=live)
+    return rows.get(pk=reservation_id)
+
+
+def _end(using: str, reservation: Reservation, state: HoldState) -> None:
+    Reservation.objects.using(using).filter(pk=reservation.pk).update(
+        state=state, ended_at=DatabaseNow()
+    )
+    reservation.state = state
+
+
+def _not_active(reservation: Reservation) -> HoldNotActive:
+    if reservation.state == HoldState.EXPIRED:
+        return HoldExpired(f"{reservation} expired and its units went back to the pool")
+    return HoldNotActive(f"{reservation} is {reservation.state}, not held")
+
+
+def _pool(reservation: Reservation) -> tuple[int, int]:
+    return reservation.item_id, reservation.location_id

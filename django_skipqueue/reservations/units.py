@@ -1,0 +1,30 @@
+"""The claim, the pool's only locking read, and the units of one hold.
+
+The claim's shape is fixed: equalities on the primary key's leading columns, ``ORDER BY
+unit_seq`` (the key's next column, so no sort), ``LIMIT n``, ``FOR UPDATE SKIP LOCKED``. It
+walks at most the pool's own rows (the cap bounds them) and locks only the units it returns.
+"""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from .models import Reservation, Unit
+
+
+def pool_units(using: str, pool: tuple[int, int]) -> QuerySet[Unit]:
+    """Return every unit of one pool, free or held."""
+    return Unit.objects.using(using).filter(item_id=pool[0], location_id=pool[1])
+
+
+def claim(using: str, pool: tuple[int, int], quantity: int) -> list[int]:
+    """Lock up to ``quantity`` free units of the pool, skipping locked ones; return their seqs."""
+    free = pool_units(using, pool).filter(reserved_by__isnull=True).order_by("unit_seq")
+    locked = free.select_for_update(skip_locked=True).values_list("unit_seq", flat=True)
+    return list(locked[:quantity])
+
+
+def hold_units(using: str, hold: Reservation) -> QuerySet[Unit]:
+    """Return the units still held by ``hold``, found by primary key."""
+    units = pool_units(using, (hold.item_id, hold.location_id))
+    return units.filter(unit_seq__in=hold.unit_seqs, reserved_by=hold.pk)
