@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
@@ -27,7 +27,10 @@ def require_tasks_setting() -> None:
 
     Without TASKS, Django runs tasks with its ImmediateBackend, and ``@task(max_attempts=3)``
     fails on import with "unexpected keyword argument 'max_attempts'", far from the cause.
+    A project that uses the outbox alone needs no task backend.
     """
+    if apps.is_installed("django_skipqueue.outbox"):
+        return
     if settings.is_overridden("TASKS"):  # type: ignore[misc]
         return
     raise ImproperlyConfigured(

@@ -20,6 +20,7 @@ from tests.conftest import ROOT
 from tests.worker_tasks import slow_record
 
 BACKEND = "django_skipqueue.backend.SkipQueueBackend"
+URLS = "import tests.worker_tasks  # noqa\nurlpatterns = []\n"
 
 
 def ours(**kwargs) -> list[checks.CheckMessage]:
@@ -118,12 +119,12 @@ def test_a_task_on_a_queue_named_under_a_misspelled_key_says_so(settings):
     assert "has a key 'QUEUE': did you mean 'QUEUES'?" in message
 
 
-def run_check(tmp_path, settings_source: str) -> subprocess.CompletedProcess[str]:
-    """Run ``manage.py check`` with settings that import a task module from the URLconf."""
+def run_check(
+    tmp_path, settings_source: str, urls: str = URLS
+) -> subprocess.CompletedProcess[str]:
+    """Run ``manage.py check`` with these settings; the URLconf imports a task module."""
     (tmp_path / "first_settings.py").write_text(textwrap.dedent(settings_source))
-    (tmp_path / "first_urls.py").write_text(
-        "import tests.worker_tasks  # noqa\nurlpatterns = []\n"
-    )
+    (tmp_path / "first_urls.py").write_text(urls)
     env = dict(
         os.environ,
         DJANGO_SETTINGS_MODULE="first_settings",
@@ -158,6 +159,7 @@ def test_tasks_missing_with_the_app_installed_says_what_to_add(tmp_path):
         tmp_path,
         """
         from testproject.settings import *
+        INSTALLED_APPS = [a for a in INSTALLED_APPS if a != "django_skipqueue.outbox"]
         del TASKS
         ROOT_URLCONF = "first_urls"
         """,
@@ -167,3 +169,16 @@ def test_tasks_missing_with_the_app_installed_says_what_to_add(tmp_path):
     last = done.stderr.strip().splitlines()[-1]
     assert "django_skipqueue is in INSTALLED_APPS, but the TASKS setting is missing" in last
     assert f'TASKS = {{"default": {{"BACKEND": "{BACKEND}"' in last, done.stderr[-3000:]
+
+
+def test_a_project_that_uses_the_outbox_alone_needs_no_tasks_setting(tmp_path):
+    done = run_check(
+        tmp_path,
+        """
+        from testproject.settings import *
+        del TASKS
+        ROOT_URLCONF = "first_urls"
+        """,
+        urls="urlpatterns = []\n",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
