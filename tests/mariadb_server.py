@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import MySQLdb
+from MySQLdb.constants import ER
 
 INSTALL_DB = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
 SERVER = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
@@ -85,6 +86,10 @@ class PrivateMariaDB:
         finally:
             connection.close()
 
+    def kill(self, connection_id: int) -> bool:
+        """Kill one connection; False when it had ended before the KILL reached it."""
+        return kill_connection(self.query, connection_id)
+
     def status(self, query: str) -> dict[str, Any]:
         """Return the single row of a SHOW statement as a dict (empty if no row)."""
         connection = self.connect()
@@ -104,6 +109,22 @@ class PrivateMariaDB:
 
     def _wait_until_up(self, timeout: float) -> None:
         wait_until_up(self, timeout)
+
+
+def kill_connection(query: Any, connection_id: int) -> bool:
+    """Run ``KILL CONNECTION`` through ``query``; False if the connection was already gone.
+
+    A connection read from the process list may end before its KILL arrives (a worker
+    closing a connection, a task's thread finishing): the server then answers 1094 "Unknown
+    thread id", which is the outcome the KILL wanted anyway.
+    """
+    try:
+        query(f"KILL CONNECTION {int(connection_id)}")
+    except MySQLdb.OperationalError as error:
+        if error.args[0] != ER.NO_SUCH_THREAD:
+            raise
+        return False
+    return True
 
 
 def wait_until_up(server: Any, timeout: float) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import MySQLdb
 from django.db import connection
+
+from tests.mariadb_server import kill_connection
 
 
 class Control:
@@ -38,10 +38,8 @@ class Control:
         return [pk for pk, _ in rows if pk not in self.spared]
 
     def kill(self, ids: list[int]) -> int:
-        for pk in ids:
-            with contextlib.suppress(MySQLdb.OperationalError):  # gone already
-                self.execute(f"KILL CONNECTION {int(pk)}")
-        return len(ids)
+        """Kill the sessions ``ids``; return how many were still there to be killed."""
+        return sum(kill_connection(self.execute, pk) for pk in ids)
 
     def close(self) -> None:
         self.conn.close()

@@ -83,6 +83,7 @@ def test_kill_connection_during_claim(control, rel_env, tmp_path, figures):
         killed = control.kill(waiting)
     finally:
         control.execute("UNLOCK TABLES")
+    assert killed == len(waiting), "a waiting claim was gone before its KILL"
     job = finish(supervisor, result)
     worker = one_worker_survived()
     figures.update(killed=killed, attempts=job.attempts, executions=len(executions()))
@@ -128,6 +129,7 @@ def test_kill_connection_during_completion(control, rel_env, tmp_path, figures, 
         killed = control.kill(waiting)
     finally:
         control.execute("ROLLBACK")
+    assert killed == len(waiting), "a waiting completion was gone before its KILL"
     job = finish(supervisor, result)
     worker = one_worker_survived()
     ledger = executions()
