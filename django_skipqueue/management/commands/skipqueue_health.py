@@ -11,16 +11,14 @@ from django.db import DatabaseError
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.health import Problem, Thresholds, Unhealthy, problems, summary
+from django_skipqueue.management.arguments import (
+    accept_skip_checks,
+    add_backend,
+    backend_named,
+    positive_float,
+)
 from django_skipqueue.outbox.stats import lag_problem, outbox_status
-from django_skipqueue.queues import queue_database, queue_names
 from django_skipqueue.stats import queue_status
-
-
-def seconds(value: str) -> float:
-    number = float(value)
-    if number <= 0:
-        raise ValueError(value)
-    return number
 
 
 class Command(BaseCommand):
@@ -30,50 +28,52 @@ class Command(BaseCommand):
         "waited too long (with the outbox app), 1 cannot check; "
         "with several problems, the first of these. Each problem is printed."
     )
+    # No system checks: they may need the database, and an unreachable database must end in
+    # "UNHEALTHY" and exit status 1, not in a traceback.
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument(
             "--max-ready-age",
-            type=seconds,
+            type=positive_float,
             metavar="SECONDS",
             help="Longest acceptable wait of a ready job "
             "(default: SKIPQUEUE_HEALTH_MAX_READY_AGE).",
         )
         parser.add_argument(
             "--max-reaper-age",
-            type=seconds,
+            type=positive_float,
             metavar="SECONDS",
             help="Longest acceptable time since the last reaper pass "
             "(default: SKIPQUEUE_HEALTH_MAX_REAPER_AGE).",
         )
         parser.add_argument(
             "--max-outbox-age",
-            type=seconds,
+            type=positive_float,
             metavar="SECONDS",
             help="Longest acceptable wait of an unsent outbox message "
             "(default: SKIPQUEUE_HEALTH_MAX_OUTBOX_AGE).",
         )
-        parser.add_argument(
-            "--backend", default="default", help="Task backend to check (default: %(default)r)."
-        )
+        add_backend(parser, "Task backend to check")
         parser.add_argument("--json", action="store_true", help="Print the verdict as JSON.")
+        accept_skip_checks(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         thresholds = Thresholds.from_settings(options["max_ready_age"], options["max_reaper_age"])
         try:
-            using = queue_database(options["backend"])
-            report = queue_status(using, queue_names(options["backend"]), window_minutes=1)
-            outbox = outbox_status(using)
-        except (DatabaseError, ValueError) as error:
+            backend = backend_named(options["backend"])
+            report = queue_status(backend.database, backend.queue_names, window_minutes=1)
+            outbox = outbox_status(backend.database)
+        except (CommandError, DatabaseError, ValueError) as error:
             raise CommandError(f"UNHEALTHY: cannot check the queue: {error}") from error
         found = problems(report, thresholds)
         limit = options["max_outbox_age"] or get_settings().HEALTH_MAX_OUTBOX_AGE
         if lag := lag_problem(outbox, limit):
             found.append(Problem(Unhealthy.OUTBOX_TOO_OLD, lag))
         if options["json"]:
-            verdict = [{"status": p.check.value, "check": p.check.name, "reason": p.reason}
-                       for p in found]  # fmt: skip
+            verdict = [
+                {"status": p.check.value, "check": p.check.name, "reason": p.reason} for p in found
+            ]
             self.stdout.write(json.dumps({"healthy": not found, "problems": verdict}))
         elif not found:
             self.stdout.write(f"OK: {summary(report)}")

@@ -3,41 +3,28 @@
 from __future__ import annotations
 
 import json
-from argparse import ArgumentParser, ArgumentTypeError
-from datetime import timedelta
+from argparse import ArgumentParser
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from django_skipqueue.durations import parse_duration
+from django_skipqueue.management.arguments import (
+    add_backend,
+    backend_named,
+    duration,
+    non_negative_float,
+    positive_int,
+    values_of,
+)
 from django_skipqueue.management.progress import TerminalReporter
 from django_skipqueue.management.stopping import stop_requested
 from django_skipqueue.models import FINISHED_STATUSES
 from django_skipqueue.purge import Purge
-from django_skipqueue.queues import queue_database
 from django_skipqueue.replicas import NotAReplica, check_replicas
 from django_skipqueue.retention import PurgeOptions
 
 #: Exit status when the purge was interrupted (after its last complete chunk).
 INTERRUPTED = 130
-
-
-def duration(value: str) -> timedelta:
-    try:
-        return parse_duration(value)
-    except ValueError as error:
-        raise ArgumentTypeError(str(error)) from error
-
-
-def positive(kind: type[int] | type[float]) -> Any:
-    def parse(value: str) -> int | float:
-        number = kind(value)
-        if number < 0 or (kind is int and number == 0):
-            raise ArgumentTypeError(f"{value!r} must be a positive number.")
-        return number
-
-    parse.__name__ = kind.__name__
-    return parse
 
 
 class Command(BaseCommand):
@@ -57,24 +44,25 @@ class Command(BaseCommand):
         parser.add_argument(
             "--status",
             nargs="+",
-            choices=FINISHED_STATUSES,
-            help="Finished statuses to purge (default: all with a retention).",
+            choices=values_of(FINISHED_STATUSES),
+            metavar="STATUS",
+            help="Finished statuses to purge: %(choices)s (default: all with a retention).",
         )
         parser.add_argument(
             "--chunk",
-            type=positive(int),
+            type=positive_int,
             metavar="ROWS",
             help="Most rows per transaction (default: SKIPQUEUE_PURGE_CHUNK).",
         )
         parser.add_argument(
             "--sleep",
-            type=positive(float),
+            type=non_negative_float,
             metavar="SECONDS",
             help="Pause between chunks (default: SKIPQUEUE_PURGE_SLEEP).",
         )
         parser.add_argument(
             "--max-replica-lag",
-            type=positive(float),
+            type=non_negative_float,
             metavar="SECONDS",
             help="Pause while a replica is further behind than this "
             "(default: SKIPQUEUE_PURGE_MAX_REPLICA_LAG).",
@@ -96,11 +84,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dry-run", action="store_true", help="Count what would be purged; change nothing."
         )
-        parser.add_argument(
-            "--backend",
-            default="default",
-            help="Task backend whose jobs to purge (default: %(default)r).",
-        )
+        add_backend(parser, "Task backend whose jobs to purge")
         parser.add_argument("--json", action="store_true", help="Print the summary as JSON.")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -120,9 +104,10 @@ class Command(BaseCommand):
             raise CommandError(message, returncode=INTERRUPTED)
 
     def _options(self, options: dict[str, Any]) -> PurgeOptions:
+        using = backend_named(options["backend"]).database
         try:
             config = PurgeOptions.from_settings(
-                using=queue_database(options["backend"]),
+                using=using,
                 statuses=options["status"],
                 older_than=options["older_than"],
                 chunk=options["chunk"],

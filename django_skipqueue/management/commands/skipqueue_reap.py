@@ -6,19 +6,12 @@ import json
 from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from django_skipqueue.maintenance import Maintenance
+from django_skipqueue.management.arguments import add_backend, backend_named, positive_float
 from django_skipqueue.management.stopping import stop_requested
-from django_skipqueue.queues import queue_database
 from django_skipqueue.reaper import promote, reap
-
-
-def positive_seconds(value: str) -> float:
-    seconds = float(value)
-    if seconds <= 0:
-        raise ValueError(value)
-    return seconds
 
 
 class Command(BaseCommand):
@@ -30,24 +23,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument(
             "--interval",
-            type=positive_seconds,
+            type=positive_float,
             metavar="SECONDS",
             help="Loop, reaping every SECONDS, until SIGINT/SIGTERM (default: run once).",
         )
-        parser.add_argument(
-            "--backend",
-            default="default",
-            help="Task backend whose queue database to maintain (default: %(default)r).",
-        )
+        add_backend(parser, "Task backend whose queue database to maintain")
         parser.add_argument(
             "--json", action="store_true", help="Print the result of a single pass as JSON."
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            using = queue_database(options["backend"])
-        except Exception as error:
-            raise CommandError(str(error)) from error
+        using = backend_named(options["backend"]).database
         if options["interval"]:
             self._loop(using, options["interval"])
             return

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.tasks.exceptions import InvalidTask
 
+from django_skipqueue.management.arguments import add_backend
 from django_skipqueue.pausing import resume
 
 
@@ -16,11 +17,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("queues", nargs="+", metavar="QUEUE", help="Queue names to resume.")
-        parser.add_argument(
-            "--backend",
-            default="default",
-            help="Task backend of the queues (default: %(default)r).",
-        )
+        add_backend(parser, "Task backend of the queues")
 
     def handle(self, *args: Any, **options: Any) -> None:
         for name in options["queues"]:

@@ -6,22 +6,23 @@ import json
 from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from django_skipqueue.durations import format_seconds
+from django_skipqueue.management.arguments import add_backend, backend_named, int_between
 from django_skipqueue.outbox.stats import outbox_status
-from django_skipqueue.queues import queue_database, queue_names
 from django_skipqueue.stats import DEPTH_STATUSES, QueueStatus, StatusReport, queue_status
 
-COLUMNS = ("queue", "paused", *DEPTH_STATUSES, "oldest ready", "done/min", "claim p50/p95",
-           "reclaimed 1h", "workers")  # fmt: skip
-
-
-def minutes(value: str) -> int:
-    number = int(value)
-    if not 1 <= number <= 60:
-        raise ValueError(value)
-    return number
+COLUMNS = (
+    "queue",
+    "paused",
+    *DEPTH_STATUSES,
+    "oldest ready",
+    "done/min",
+    "claim p50/p95",
+    "reclaimed 1h",
+    "workers",
+)
 
 
 class Command(BaseCommand):
@@ -35,22 +36,17 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
         parser.add_argument(
             "--minutes",
-            type=minutes,
+            type=int_between(1, 60, "minutes"),
             default=5,
             help="Window of throughput and latency, 1-60 minutes (default: %(default)r).",
         )
-        parser.add_argument(
-            "--backend", default="default", help="Task backend to show (default: %(default)r)."
-        )
+        add_backend(parser, "Task backend to show")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            using = queue_database(options["backend"])
-            names = queue_names(options["backend"])
-        except ValueError as error:
-            raise CommandError(str(error)) from error
-        report = queue_status(using, names, window_minutes=options["minutes"])
-        outbox = outbox_status(using)
+        backend = backend_named(options["backend"])
+        window = options["minutes"]
+        report = queue_status(backend.database, backend.queue_names, window_minutes=window)
+        outbox = outbox_status(backend.database)
         if options["json"]:
             data = report.as_dict()
             if outbox is not None:
@@ -66,8 +62,10 @@ def render(report: StatusReport) -> str:
     """The report as an aligned text table with a few footer lines."""
     rows = [COLUMNS, *(_row(queue) for queue in report.queues)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-             for row in rows]  # fmt: skip
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
     workers = report.workers
     reaper = (
         "never ran"
@@ -102,8 +100,7 @@ def _row(queue: QueueStatus) -> tuple[str, ...]:
         f"{queue.finished_per_minute:g}",
         latency,
         str(queue.reclaimed_last_hour),
-        f"{queue.live_workers} live"
-        + (f", {queue.stale_workers} stale" if queue.stale_workers else ""),
+        _workers(queue),
     )
 
 
