@@ -53,6 +53,10 @@ class InvalidReturnValue(SkipQueueError, TypeError):
     """Recorded as the error of an attempt whose task returned a value that is not JSON."""
 
 
+class WorkerStopped(SkipQueueError):
+    """Recorded as the error of an attempt that was running when its worker stopped at once."""
+
+
 class WorkerDied(SkipQueueError):
     """Recorded as the error of an attempt whose worker process died while running it."""
 

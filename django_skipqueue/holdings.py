@@ -162,18 +162,29 @@ class Holdings:
         return min([float(r.job.lease_seconds) for r in self.held.values()], default=default)
 
     def unstart(self) -> None:
-        """Take claimed jobs that have not started off the executor, to be given back."""
+        """Take claimed jobs that have not started off the executor, to be given back.
+
+        A coroutine's future can be cancelled while it runs: only one not begun is taken.
+        """
         for pk, running in list(self.held.items()):
-            if running.future is not None and running.future.cancel():
+            future = running.future
+            if running.started_at is None and future is not None and future.cancel():
                 self.unstarted.append(self.held.pop(pk))
 
-    def release_all(self) -> int:
-        """Give every held job back without spending its attempt; return how many."""
-        leftovers = [running.job for running in [*self.held.values(), *self.unstarted]]
-        released = outcomes.release(leftovers, self.using)
+    def give_back_all(self, reason: str) -> tuple[int, int]:
+        """Give back every held job as the process stops; return (released, interrupted).
+
+        A job that never started goes back without spending its attempt. One that started
+        may have done part of its work: its attempt is recorded as interrupted.
+        """
+        self.unstart()
+        never_started = [running.job for running in self.unstarted]
+        started = [running.job for running in self.held.values()]
+        released = outcomes.release(never_started, self.using)
+        interrupted = outcomes.interrupt(started, self.using, reason)
         self.held.clear()
         self.unstarted.clear()
-        return released
+        return released, interrupted
 
     def release_strays(self) -> None:
         """Give back claims this process made but never learned of (a claim cut off mid-way)."""

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from . import completions, transitions, wakeup
 from .dbretry import retry_whole_transaction
-from .exceptions import WorkerDied
+from .exceptions import WorkerDied, WorkerStopped
 from .executor import Outcome
 from .models import Job, JobStatus
 from .results import build_result, task_for_job, update_result
@@ -162,6 +162,26 @@ def release(jobs: Sequence[Job], using: str) -> int:
             return sum(transitions.release(job) for job in jobs)
 
     return retry_whole_transaction(using, batch)
+
+
+def interrupt(jobs: Sequence[Job], using: str, reason: str) -> int:
+    """Record the running attempts a stopping worker cuts short; return how many."""
+    if not jobs:
+        return 0
+
+    def batch() -> int:
+        with transaction.atomic(using=using):
+            wakeup.after_commit(using, {job.queue_name for job in jobs})
+            return sum(transitions.interrupt(job, _stopped(job, reason)) for job in jobs)
+
+    return retry_whole_transaction(using, batch)
+
+
+def _stopped(job: Job, reason: str) -> dict[str, str]:
+    return message_record(
+        WorkerStopped,
+        f"Worker {job.owner} stopped ({reason}) during attempt {job.attempts}.",
+    )
 
 
 def reclaim(owner: str, using: str, reason: str) -> list[Job]:

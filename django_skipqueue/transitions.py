@@ -48,6 +48,23 @@ def release(job: Job) -> bool:
     return _apply(job, **released_fields())
 
 
+def interrupt(job: Job, error: dict[str, str]) -> bool:
+    """Give back a job whose attempt began but was cut short by its worker's stop.
+
+    The attempt counts: its error and worker id are added, and ``started_at`` and
+    ``attempts`` stay. The job is ready again at once, with one more attempt if that was its
+    last: the stop was the worker's, not the job's.
+    """
+    return _apply(
+        job,
+        status=READY,
+        owner=None,
+        errors=[*job.errors, error],
+        max_attempts=max(job.max_attempts, job.attempts + 1),
+        **_after_attempt(job),
+    )
+
+
 def _after_attempt(job: Job) -> dict[str, Any]:
     return {"worker_ids": [*job.worker_ids, job.owner], "lease_until": None}
 

@@ -64,7 +64,7 @@ class Worker:
         self.claimer = Claimer(options, owner, self.metrics)
         self.db_backoff = DatabaseBackoff(self.using)
         self.stopping = Stopping(self.waker.poke)
-        self.started_jobs = self.released = 0
+        self.started_jobs = self.released = self.interrupted = 0
         self.next_beat_at = 0.0
         self.reconcile = False
         self.born = time.monotonic()
@@ -275,12 +275,18 @@ class Worker:
         if reason != "drained":
             logger.info("worker stopping mode=%s reason=%s worker=%s", mode, reason, self.owner)
 
+    def _stop_cause(self) -> str:
+        """Why jobs still running are cut short: an immediate stop, or the grace ran out."""
+        if self.stopping.mode == IMMEDIATE:
+            return f"immediate stop, {self.stop_reason}"
+        return f"grace of {self.options.grace:g} s over, {self.stop_reason}"
+
     def _finish(self) -> None:
         """Record what finished, give back what did not, and leave the workers table."""
         try:
             self.jobs.collect()
             self.jobs.record()
-            self.released = self.jobs.release_all()
+            self.released, self.interrupted = self.jobs.give_back_all(self._stop_cause())
             heartbeat.beat(self.owner, self.using, self.metrics)
             heartbeat.mark_stopped(self.owner, self.using)
         except Error:
@@ -289,8 +295,9 @@ class Worker:
         totals = self.metrics.totals
         logger.info(
             "worker stopped worker=%s reason=%s claimed=%s succeeded=%s failed=%s retried=%s "
-            "lost_leases=%s released=%s uptime_s=%.1f exit=%s",
+            "lost_leases=%s released=%s interrupted=%s uptime_s=%.1f exit=%s",
             self.owner, self.stop_reason, totals["claimed"], totals["succeeded"],
             totals["failed"], totals["retried"], totals["lost_leases"], self.released,
+            self.interrupted,
             time.monotonic() - self.born, self.exit_code,
         )  # fmt: skip

@@ -54,14 +54,19 @@ def test_a_stop_signal_under_load_exits_0_within_grace_with_nothing_left_claimed
 @pytest.mark.parametrize(
     "signals", [(signal.SIGTERM, signal.SIGTERM), (signal.SIGQUIT,)], ids=["twice", "quit"]
 )
-def test_a_second_signal_or_sigquit_gives_everything_back_at_once(
+def test_a_second_signal_or_sigquit_stops_at_once_and_records_the_interrupted_attempts(
     signals, backend, child_env, manage_py, tmp_path
 ):
-    results = backend.enqueue_many([(wt.slow_record, [60], {})] * 4)
+    """Django: started_at is "the time when the Task began execution, on its first attempt",
+    worker_ids "the workers which have executed the Task": a stop must not erase an attempt
+    that ran (it may have done part of its work)."""
+    results = backend.enqueue_many([(wt.slow_record, [60], {})] * 6)
     workers = start(manage_py, child_env, tmp_path, "--processes", "1", "--threads", "4",
                     "--grace", "60")  # fmt: skip
     try:
         wait_for(lambda: Job.objects.claimed().count() == 4, timeout=60)
+        time.sleep(0.5)  # the 4 threads have begun their tasks
+        owner = Job.objects.claimed().values_list("owner", flat=True).first()
         signalled = time.monotonic()
         for signum in signals:
             workers.signal(signum)
@@ -72,11 +77,21 @@ def test_a_second_signal_or_sigquit_gives_everything_back_at_once(
         workers.stop()
     assert code == 0, workers.log()[-3000:]
     assert took < 5
-    jobs = Job.objects.filter(pk__in=[r.id for r in results])
-    assert {(job.status, job.attempts, job.owner) for job in jobs} == {("ready", 0, None)}
+    jobs = list(Job.objects.filter(pk__in=[r.id for r in results]).order_by("pk"))
+    ran, waited = jobs[:4], jobs[4:]
+    assert {(job.status, job.attempts, job.owner) for job in waited} == {("ready", 0, None)}
+    assert {(job.status, job.attempts, job.owner) for job in ran} == {("ready", 1, None)}
+    assert all(job.started_at is not None and job.worker_ids == [owner] for job in ran)
+    assert {job.errors[-1]["exception_class_path"] for job in ran} == {
+        "django_skipqueue.exceptions.WorkerStopped"
+    }
+    result = results[0]
+    result.refresh()
+    assert (result.attempts, result.worker_ids) == (1, [owner]) and result.started_at
+    assert "released=0 interrupted=4" in workers.log()
 
 
-def test_jobs_still_running_when_grace_ends_are_given_back(
+def test_jobs_still_running_when_grace_ends_are_given_back_as_interrupted_attempts(
     backend, child_env, manage_py, tmp_path
 ):
     result = wt.slow_record.enqueue(60)
@@ -94,5 +109,7 @@ def test_jobs_still_running_when_grace_ends_are_given_back(
     assert code == 0 and 1.5 < took < 5
     assert Job.objects.get(pk=quick.id).status == "succeeded"  # finished within grace
     slow = Job.objects.get(pk=result.id)
-    assert (slow.status, slow.attempts) == ("ready", 0)
-    assert "released=1" in workers.log()
+    assert (slow.status, slow.attempts, slow.owner) == ("ready", 1, None)
+    assert slow.started_at is not None and len(slow.worker_ids) == 1
+    assert "grace of 2 s over" in slow.errors[-1]["traceback"]
+    assert "released=0 interrupted=1" in workers.log()

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-LOST_LEASE_ERRORS = ("WorkerDied", "LeaseExpired")
+LOST_LEASE_ERRORS = ("WorkerDied", "LeaseExpired", "WorkerStopped")
 FINAL = ("succeeded", "failed", "cancelled")
 
 
