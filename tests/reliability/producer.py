@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
         return bulk(task, args.count, args.label)
     with Path(args.acked or os.devnull).open("a", buffering=1) as acked:
         if args.mode == "stream":
-            return stream(task, args.rate, args.seconds, args.label, acked)
+            return stream(task, args.rate, args.seconds, args.label, acked, args.at_least)
         return orders(task, args.start, args.count, args.linger, acked)
 
 
@@ -50,12 +50,19 @@ def bulk(task, count: int, label: str) -> int:
     return 0
 
 
-def stream(task, rate: float, seconds: float, label: str, acked) -> int:
-    """Enqueue at ``rate`` a second (in small bursts) for ``seconds``; survive outages."""
+def stream(task, rate: float, seconds: float, label: str, acked, at_least: int = 0) -> int:
+    """Enqueue at ``rate`` a second (in small bursts) for ``seconds``; survive outages.
+
+    With ``at_least``, go on past ``seconds`` (at the same pace, for at most ten times as long)
+    until that many jobs are in: on a loaded machine a fixed time gives a smaller load than the
+    test needs, and a test that asserts on the load it made would fail for the wrong reason.
+    """
     from django.db import Error, close_old_connections
 
     began, sent = time.monotonic(), 0
-    while (elapsed := time.monotonic() - began) < seconds:
+    while (elapsed := time.monotonic() - began) < seconds or (
+        sent < at_least and elapsed < 10 * seconds
+    ):
         due = int(elapsed * rate) - sent
         if due <= 0:
             time.sleep(0.01)
@@ -104,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--label", default="")
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--at-least", type=int, default=0)
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--linger", type=float, default=0.0)
     parser.add_argument("--acked", default="")

@@ -170,14 +170,14 @@ def test_mixed_load_reports_its_deadlocks_and_loses_nothing(private_db, tmp_path
     before = {name: server.status(name) for name in ("Innodb_deadlocks", "Innodb_row_lock_waits")}
     acked = tmp_path / "acked"
     producers = [
-        _producer(env, tmp_path, acked, "tests.reliability.tasks.record", rate=250),
-        _producer(env, tmp_path, acked, FLAKY, rate=50),
+        _producer(env, tmp_path, acked, "tests.reliability.tasks.record", rate=250, at_least=2500),
+        _producer(env, tmp_path, acked, FLAKY, rate=50, at_least=500),
     ]
     args = ("--processes", "2", "--threads", "4", "--queues", "default")
     supervisors = [Supervisor(env, tmp_path / f"runworkers-{n}.log", *args) for n in range(2)]
     try:
         for producer in producers:
-            assert producer.wait(120) == 0
+            assert producer.wait(240) == 0
         wait_for(lambda: _unfinished(private_db) == 0, 120)
         time.sleep(2.5)  # one more purge of what just finished
     finally:
@@ -198,20 +198,21 @@ def test_mixed_load_reports_its_deadlocks_and_loses_nothing(private_db, tmp_path
         row_lock_waits=after["Innodb_row_lock_waits"] - before["Innodb_row_lock_waits"],
         **report.as_dict(),
     )  # fmt: skip
-    assert len(ids) > 3000 and archived > 0
+    assert len(ids) >= 3000 and archived > 0
     assert report.problems == [] and report.lost == 0
     assert report.succeeded == len(rows) == len(set(ids))
     assert all(s.process.returncode == 0 for s in supervisors)
 
 
-def _producer(env, tmp_path, acked, task: str, rate: float):
+def _producer(env, tmp_path, acked, task: str, rate: float, at_least: int):
     import subprocess
     import sys
 
     with (tmp_path / f"producer-{task.rpartition('.')[2]}.log").open("w") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.producer", "stream", "--task", task,
-             "--rate", str(rate), "--seconds", "20", "--acked", str(acked)],
+             "--rate", str(rate), "--seconds", "20", "--at-least", str(at_least),
+             "--acked", str(acked)],
             env=env, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
 
