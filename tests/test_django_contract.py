@@ -183,3 +183,28 @@ def test_an_interrupted_last_attempt_counts_and_gets_one_more():
     assert row.errors[-1]["exception_class_path"].endswith("WorkerStopped")
     assert "w1 stopped (immediate stop, SIGTERM) during attempt 1" in row.errors[-1]["traceback"]
     assert outcomes.interrupt([claimed], "default", "again") == 0  # fenced: it is not held
+
+
+def test_a_worker_of_every_queue_hears_wake_ups_for_any_queue():
+    from django_skipqueue import wakeup
+    from django_skipqueue.claiming import Claimer
+    from django_skipqueue.dbtime import read_db_now
+    from django_skipqueue.metrics import Metrics
+    from django_skipqueue.models import WorkerProcess
+
+    wakeup.forget_addresses()
+    waker, now = wakeup.Waker("127.0.0.1"), read_db_now("default")
+    try:
+        WorkerProcess.objects.create(
+            owner="host:1:any", role="worker", hostname="host", pid=1, queues=[],
+            wakeup_address=waker.address, started_at=now, last_heartbeat_at=now,
+        )  # fmt: skip
+        assert wakeup.notify("default", frozenset({"zeta"})) == 1
+        heard = waker.wait(1.0, listen=True)
+    finally:
+        waker.close()
+        wakeup.forget_addresses()
+    assert heard == {"zeta"}
+    claimer = Claimer(WorkerOptions(queues=()), "host:1:any", Metrics())
+    claimer.wake(heard)
+    assert claimer.woken_for == {"zeta"}

@@ -113,3 +113,19 @@ def test_jobs_still_running_when_grace_ends_are_given_back_as_interrupted_attemp
     assert slow.started_at is not None and len(slow.worker_ids) == 1
     assert "grace of 2 s over" in slow.errors[-1]["traceback"]
     assert "released=0 interrupted=1" in workers.log()
+
+
+def test_a_graceful_stop_lets_a_running_coroutine_finish(backend, child_env, manage_py, tmp_path):
+    """A coroutine's future can be cancelled while it runs: the stop must not take it back."""
+    result = wt.async_nap.enqueue(1.5)
+    workers = start(manage_py, child_env, tmp_path, "--threads", "1", "--grace", "20")
+    try:
+        wait_for(lambda: Job.objects.claimed().exists(), timeout=60)
+        time.sleep(0.3)  # the coroutine is running
+        workers.signal(signal.SIGTERM)
+        code = workers.wait(timeout=30)
+    finally:
+        workers.stop()
+    assert code == 0, workers.log()[-3000:]
+    job = Job.objects.get(pk=result.id)
+    assert (job.status, job.attempts, job.return_value) == ("succeeded", 1, "rested")

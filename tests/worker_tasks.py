@@ -118,3 +118,11 @@ def write_then_return_a_set(context: TaskContext) -> object:
     """Write a ledger row (a side effect), then return what JSON cannot hold."""
     write_ledger(context, "not json")
     return {1, 2}
+
+
+@task
+async def async_nap(seconds: float) -> str:
+    import asyncio
+
+    await asyncio.sleep(seconds)
+    return "rested"
