@@ -33,6 +33,8 @@ from tests.tutorial_runner import Runner
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = docpages.DOCS / "tutorial" / "index.md"
 TESTING_HOWTO = docpages.DOCS / "howto" / "testing.md"
+#: The database the tutorial's last section moves to (a test uses one of its own instead).
+TUTORIAL_DATABASE_URL = "mysql://root@127.0.0.1:3306/mysite"
 #: Pages (under docs/) followed in a project of their own (tests/howto_project), with their checks.
 HOWTO_PAGES = [
     "howto/outbox.md",
@@ -81,6 +83,14 @@ def _mysql_database(purpose: str = "tutorial") -> tuple[dict[str, str], str] | N
     return settings, name
 
 
+def _mysql_url(settings: dict[str, str], name: str) -> str:
+    """The suite's MySQL server as a DATABASE_URL naming database ``name``."""
+    user, password = settings["USER"] or "root", settings["PASSWORD"] or ""
+    credentials = f"{user}:{password}" if password else user
+    address = f"{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 3306}"
+    return f"mysql://{credentials}@{address}/{name}"
+
+
 def _mysql(settings: dict[str, str], statement: str) -> None:
     import MySQLdb
 
@@ -117,7 +127,7 @@ def tutorial(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
     runner = Runner(tmp_path_factory.mktemp("tutorial"))
     if mysql:
         settings, name = mysql
-        runner.replacements = {'"NAME": "mysite"': f'"NAME": "{name}"'}
+        runner.replacements = {TUTORIAL_DATABASE_URL: _mysql_url(settings, name)}
         runner.replacements["CREATE DATABASE mysite"] = f"CREATE DATABASE {name}"
         _mysql(settings, f"DROP DATABASE IF EXISTS {name}")
     with _cleaned_up(runner, mysql):

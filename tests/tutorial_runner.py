@@ -7,7 +7,8 @@ Conventions of the pages it runs (the tutorial states them in a comment at its t
   matches anything), compared when present. Long-running commands (``runserver``, ``runworkers``
   without ``--burst``) are started in the background. Environment setup that the test's own
   virtualenv already provides (``python -m venv``, ``source``, ``pip install``) is checked,
-  not run.
+  not run, unless the reader starts from a bare machine (``Runner.installs``): then the
+  virtualenv is made and activated, and the ``pip install`` lines named there are run.
 - ``python`` (and ``ini``) blocks whose first line is ``# <path>``, or that follow a
   ``next block as <path>`` directive (a fragment shown without its file), write that file;
   ``# <path>: add at the end`` appends to it; a trailing ``(SQLite only)`` limits the block to a
@@ -46,6 +47,8 @@ FILE_MARKER = re.compile(r"^# (\S+?)(: add at the end)?( \(SQLite only\))?$")
 LOCAL_URL = re.compile(r"http://127\.0\.0\.1:8000(/admin/\S*?)(?=[>\s)`]|$)")
 #: pip distribution name -> the module that proves it is installed.
 MODULES = {"django-skipqueue": "django_skipqueue", "pytest-django": "pytest_django"}
+#: The project name of a requirement: ``name @ url``, a directory, or a plain name.
+REQUIREMENT_NAME = re.compile(r"^(?:[^@]*/)?([A-Za-z0-9][\w.-]*?)(?:\s*@.*|\.git)?/?$")
 WAIT_FOR_JOBS = """
 import time
 from django_skipqueue.models import Job
@@ -91,6 +94,12 @@ class Runner(ReaderProcesses):
     next_append: bool = False
     #: Why the next block is not run (``skip next block: <reason>``).
     skip_reason: str | None = None
+    #: A reader on a bare machine: the ``pip install`` arguments of the page to run, each with
+    #: what to install instead (a checkout's path, a ``git+file://`` URL). None: the test's
+    #: own virtualenv stands for the page's, and install lines are only checked.
+    installs: dict[str, str] | None = None
+    #: The ``bin`` directory of the virtualenv the page made and activated, if any.
+    venv_bin: Path | None = None
     log: list[str] = field(default_factory=list)
     stopped_at: str | None = None
 
@@ -101,7 +110,11 @@ class Runner(ReaderProcesses):
     @property
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE"))}
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        env.pop("VIRTUAL_ENV", None)
+        if self.venv_bin:
+            env["VIRTUAL_ENV"] = str(self.venv_bin.parent)
+        bin_dir = self.venv_bin or Path(sys.executable).parent
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("PYTHONPATH", None)
         return env
@@ -139,12 +152,11 @@ class Runner(ReaderProcesses):
 
     def command(self, command: str, expected: str, block: Block) -> None:
         words = shlex.split(command)
-        if command in ("python -m venv .venv", "source .venv/bin/activate"):
-            return  # the test runs in the project's own virtualenv
-        if words[:2] == ["pip", "install"]:
-            for name in words[2:]:
-                module = MODULES.get(name, name)
-                assert importlib.util.find_spec(module), f"{block.where}: {name} is not installed"
+        if command in ("python -m venv .venv", "source .venv/bin/activate") or words[:2] == [
+            "pip",
+            "install",
+        ]:
+            self.environment(command, words, block)
             return
         if words[0] == "cd":
             self.cwd = self.cwd / words[1]
@@ -162,6 +174,26 @@ class Runner(ReaderProcesses):
         output = self.run(command, block)
         if expected:
             check_output(expected, output, f"{block.where}: {command}")
+
+    def environment(self, command: str, words: list[str], block: Block) -> None:
+        """Make, activate and fill the page's virtualenv, or check the test's own stands for it."""
+        if self.installs is None:
+            if words[0] == "pip":
+                for requirement in (word for word in words[2:] if not word.startswith("-")):
+                    name = requirement_name(requirement)
+                    module = MODULES.get(name, name)
+                    assert importlib.util.find_spec(module), f"{block.where}: {name} not installed"
+            return
+        if words[0] == "source":
+            self.venv_bin = self.cwd / ".venv" / "bin"
+            assert (self.venv_bin / "python").exists(), f"{block.where}: no virtualenv to activate"
+        elif words[0] == "python":
+            self.run(command, block)
+        elif words[-1] in self.installs:
+            assert self.venv_bin, f"{block.where}: pip install outside a virtualenv"
+            self.run(shlex.join([*words[:-1], self.installs[words[-1]]]), block)
+        else:
+            self.log.append(f"not run (another way to install): {command}")
 
     def pycon(self, block: Block) -> None:
         script = self.root / f"session_{block.line}.txt"
@@ -215,6 +247,9 @@ class Runner(ReaderProcesses):
             self.stop("runworkers", signal.SIGINT)
         elif directive.text == "admin pages":
             self.visit_admin(page)
+        elif directive.text.startswith("admin page "):
+            path, _, text = directive.text.removeprefix("admin page ").partition(" shows ")
+            assert text in self.admin_page(path), f"{page.name}:{directive.line}: no {text!r}"
         elif directive.text.startswith("project with "):
             self.new_project(directive.text.removeprefix("project with ").split())
         elif directive.text.startswith("run "):
@@ -244,13 +279,19 @@ class Runner(ReaderProcesses):
         """Log in as the superuser the page created, and open every admin URL it names."""
         assert self.credentials, "the page must create a superuser before its admin pages"
         opener = login(self.port, *self.credentials)
-        urls = sorted(set(LOCAL_URL.findall(page.read_text())))
-        for path in urls:
-            with opener.open(f"http://127.0.0.1:{self.port}{path}", timeout=30) as response:
-                body = response.read().decode()
-            self.log.append(f"GET {path} -> {response.status}")
-            assert response.status == 200, path
-            assert 'name="password"' not in body, f"{path} shows the login form"
+        for path in sorted(set(LOCAL_URL.findall(page.read_text()))):
+            self.admin_page(path, opener)
+
+    def admin_page(self, path: str, opener: Any = None) -> str:
+        """The body of an admin page, read as the page's superuser (200, not the login form)."""
+        assert self.credentials, "the page must create a superuser before its admin pages"
+        opener = opener or login(self.port, *self.credentials)
+        with opener.open(f"http://127.0.0.1:{self.port}{path}", timeout=30) as response:
+            body = response.read().decode()
+        self.log.append(f"GET {path} -> {response.status}")
+        assert response.status == 200, path
+        assert 'name="password"' not in body, f"{path} shows the login form"
+        return body
 
     # Helpers
 
@@ -265,6 +306,13 @@ class Runner(ReaderProcesses):
         username = re.search(r"--username (\S+)", command)
         if password and username:
             self.credentials = (username.group(1), password.group(1))
+
+
+def requirement_name(requirement: str) -> str:
+    """The project a ``pip install`` argument names (``name @ url``, a directory, a name)."""
+    match = REQUIREMENT_NAME.match(requirement)
+    assert match, f"cannot tell what {requirement!r} installs"
+    return match.group(1)
 
 
 def split_console(text: str) -> list[tuple[str, str]]:
