@@ -120,13 +120,13 @@ def test_a_task_on_a_queue_named_under_a_misspelled_key_says_so(settings):
 
 
 def run_check(
-    tmp_path, settings_source: str, urls: str = URLS
+    child_env, tmp_path, settings_source: str, urls: str = URLS
 ) -> subprocess.CompletedProcess[str]:
     """Run ``manage.py check`` with these settings; the URLconf imports a task module."""
     (tmp_path / "first_settings.py").write_text(textwrap.dedent(settings_source))
     (tmp_path / "first_urls.py").write_text(urls)
     env = dict(
-        os.environ,
+        child_env,
         DJANGO_SETTINGS_MODULE="first_settings",
         PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]),
     )
@@ -136,8 +136,9 @@ def run_check(
     )  # fmt: skip
 
 
-def test_the_app_missing_from_installed_apps_says_what_to_add(tmp_path):
+def test_the_app_missing_from_installed_apps_says_what_to_add(child_env, tmp_path):
     done = run_check(
+        child_env,
         tmp_path,
         """
         from testproject.settings import *
@@ -154,8 +155,9 @@ def test_the_app_missing_from_installed_apps_says_what_to_add(tmp_path):
     ), done.stderr[-3000:]
 
 
-def test_tasks_missing_with_the_app_installed_says_what_to_add(tmp_path):
+def test_tasks_missing_with_the_app_installed_says_what_to_add(child_env, tmp_path):
     done = run_check(
+        child_env,
         tmp_path,
         """
         from testproject.settings import *
@@ -171,8 +173,9 @@ def test_tasks_missing_with_the_app_installed_says_what_to_add(tmp_path):
     assert f'TASKS = {{"default": {{"BACKEND": "{BACKEND}"' in last, done.stderr[-3000:]
 
 
-def test_a_project_that_uses_the_outbox_alone_needs_no_tasks_setting(tmp_path):
+def test_a_project_that_uses_the_outbox_alone_needs_no_tasks_setting(child_env, tmp_path):
     done = run_check(
+        child_env,
         tmp_path,
         """
         from testproject.settings import *

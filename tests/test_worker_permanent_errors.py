@@ -10,7 +10,7 @@ from testproject.demo.models import LedgerEntry
 from tests import worker_tasks as wt
 from tests.workers import Runworkers
 
-pytestmark = [pytest.mark.skip_locked, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def drain(manage_py, child_env, tmp_path) -> str:
