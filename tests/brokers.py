@@ -62,7 +62,9 @@ class RabbitQueue:
     def __init__(
         self, url: str, exchange: str, queue: str, binding: str = "#", *, durable: bool = True
     ) -> None:
-        self.connection = pika.BlockingConnection(pika.URLParameters(url))
+        parameters = pika.URLParameters(url)
+        parameters.heartbeat = 0  # the test reads only at the end: no heartbeats to miss
+        self.connection = pika.BlockingConnection(parameters)
         self.channel = self.connection.channel()
         self.channel.exchange_declare(exchange, exchange_type="topic", durable=True)
         self.channel.queue_declare(queue, durable=durable)
@@ -97,18 +99,19 @@ class NatsStream:
     """A JetStream stream of the test's own capturing ``<subject>.>``; read back in order."""
 
     def __init__(self, subject: str, url: str = f"nats://127.0.0.1:{NATS_PORT}",
-                 **config: Any) -> None:  # fmt: skip
+                 name: str | None = None, **config: Any) -> None:  # fmt: skip
+        """Create the stream, or with ``name`` read an existing one."""
         import nats
 
         self.subject = subject
-        self.name = f"SKQ_{secrets.token_hex(4)}"
+        self.name = name or f"SKQ_{secrets.token_hex(4)}"
         self.url = url
         self._loop = asyncio.new_event_loop()
         self._nc = self._run(nats.connect(url))
         self._js = self._nc.jetstream()
-        self._run(
-            self._js.add_stream(name=self.name, subjects=[subject, f"{subject}.>"], **config)
-        )
+        if name is None:
+            subjects = [subject, f"{subject}.>"]
+            self._run(self._js.add_stream(name=self.name, subjects=subjects, **config))
 
     def messages(self) -> list[Received]:
         async def read() -> list[Received]:
@@ -131,9 +134,10 @@ class NatsStream:
 
         return self._run(read())
 
-    def close(self) -> None:
+    def close(self, *, delete: bool = True) -> None:
         try:
-            self._run(self._js.delete_stream(self.name))
+            if delete:
+                self._run(self._js.delete_stream(self.name))
         finally:
             self._run(self._nc.close())
             self._loop.close()

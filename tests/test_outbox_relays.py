@@ -71,7 +71,7 @@ def relays(count: int, manage_py, env, url: str, logs: Path, name: str = "relay"
 def run_and_kill(count, keys, per_key, manage_py, child_env, amqp_url, tmp_path, kills=1):
     queue = RabbitQueue(amqp_url, "orders", "all-orders", durable=False)
     write(keys, per_key)
-    env = {**child_env, "SKIPQUEUE_OUTBOX_LEASE_SECONDS": "3"}
+    env = {**child_env, "SKIPQUEUE_OUTBOX_LEASE_SECONDS": "5"}
     running = relays(count, manage_py, env, amqp_url, tmp_path)
     total = keys * per_key
     try:
@@ -105,6 +105,10 @@ def test_four_relays_keep_order_per_key_and_a_killed_relay_loses_nothing(
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("SKIPQUEUE_OUTBOX_FULL_SCALE"),
+    reason="the issue's full scale (minutes on 2 cores): set SKIPQUEUE_OUTBOX_FULL_SCALE=1",
+)
 def test_eight_relays_fifty_keys_twenty_thousand_messages(manage_py, child_env, amqp_url,
                                                            tmp_path):  # fmt: skip
     received = run_and_kill(8, 50, 400, manage_py, child_env, amqp_url, tmp_path, kills=3)

@@ -53,28 +53,36 @@ class Relay:
         settings = get_settings()
         candidates = partitions.with_work(self.using)
         lease = settings.OUTBOX_LEASE_SECONDS
+        # Measured before the claim: the lease runs from a moment no later than this one.
+        deadline = time.monotonic() + lease * LEASE_SHARE
         numbers = partitions.claim(
             self.using, self.name, candidates, limit=PARTITIONS_PER_ROUND, lease=lease
         )
         if not numbers:
             return Round()
         try:
-            return self._publish_partitions(numbers, lease)
+            return self._publish_partitions(numbers, deadline)
         finally:
             partitions.release(self.using, self.name, numbers)
 
-    def _publish_partitions(self, numbers: list[int], lease: float) -> Round:
+    def _publish_partitions(self, numbers: list[int], deadline: float) -> Round:
         settings = get_settings()
-        messages: list[OutboxMessage] = []
-        for number in numbers:
-            messages += partitions.sendable(self.using, number, settings.OUTBOX_BATCH).messages
-        if not messages:
-            return Round()
         self._rounds += 1
         token = f"{self.name}#{self._rounds}"
-        mark_claimed(self.using, [m.pk for m in messages], token)
+        messages: list[OutboxMessage] = []
+        for number in numbers:
+            backlog = partitions.sendable(self.using, number, settings.OUTBOX_BATCH).messages
+            ids = [m.pk for m in backlog]
+            if backlog and mark_claimed(self.using, ids, token, self.name, number) != len(ids):
+                logger.warning("lease lost before publishing partition=%d relay=%s", number,
+                               self.name)  # fmt: skip
+                continue
+            messages += backlog
+        if not messages:
+            return Round()
+        messages.sort(key=lambda m: m.pk)
         started = time.monotonic()
-        outcomes, resent, broken = self._publish(messages, started + lease * LEASE_SHARE)
+        outcomes, resent, broken = self._publish(messages, deadline)
         elapsed = time.monotonic() - started
         sent, retried, dead = settle(
             self.using,

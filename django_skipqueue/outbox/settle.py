@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.db.models import F
+from django.db.models import F, Subquery
 
-from ..dbtime import DatabaseNowPlus
-from .models import MessageStatus, OutboxMessage
+from ..dbtime import DatabaseNow, DatabaseNowPlus
+from .models import MessageStatus, OutboxMessage, OutboxPartition
 
 
 @dataclass(slots=True)
@@ -28,12 +28,21 @@ class Outcomes:
     untried: list[int] = field(default_factory=list)
 
 
-def mark_claimed(using: str, ids: Sequence[int], token: str) -> None:
-    """Stamp the rows with the claim's token before publishing: the fence, and the trace a
-    crash leaves (a row still stamped when read again may have reached the broker)."""
-    OutboxMessage.objects.using(using).filter(pk__in=ids).update(
-        owner=token, attempts=F("attempts") + 1
+def mark_claimed(using: str, ids: Sequence[int], token: str, relay: str, partition: int) -> int:
+    """Stamp the rows with the claim's token before publishing; return the rows stamped.
+
+    The stamp is the fence of every later write, and the trace a crash leaves (a row still
+    stamped when read again may have reached the broker). It is fenced itself on the relay's
+    live lease of the partition: a relay that stalled past its lease stamps nothing (0), and
+    must publish nothing, since another relay may be sending the same rows.
+    """
+    leased = OutboxPartition.objects.using(using).filter(
+        number=partition, owner=relay, lease_until__gte=DatabaseNow()
     )
+    rows = OutboxMessage.objects.using(using).filter(
+        pk__in=ids, partition__in=Subquery(leased.values("number"))
+    )
+    return rows.update(owner=token, attempts=F("attempts") + 1)
 
 
 def settle(using: str, token: str, outcomes: Outcomes, *, backoff: float, cap: float,
