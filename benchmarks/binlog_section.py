@@ -122,7 +122,8 @@ def _servers(result: dict[str, Any]) -> str:
     where = conditions.get("data_filesystem", "unknown")
     return (
         table(["Private server", *(LABELS[name] for name in SERVERS)], rows)
-        + f"\n\nEvery server: `mariadbd --no-defaults` (tests/mariadb_server.py) with {common};"
+        + "\n\nEvery server: `mariadbd --no-defaults` (tests/support/mariadb_server.py) with "
+        f"{common};"
         f" their data directories on {where}. The shared server on 3306 is not used."
     )
 

@@ -22,10 +22,10 @@ def ours_cycle(claim: int, batch_complete: bool) -> Cycle:
     import django
 
     django.setup()
-    from django_skipqueue import outcomes
-    from django_skipqueue.executor import Outcome, Running
     from django_skipqueue.models import Job
     from django_skipqueue.tasks import resolve_task
+    from django_skipqueue.worker import recording as outcomes
+    from django_skipqueue.worker.executor import Outcome, Running
 
     owner = f"cycle:{os.getpid()}"
 

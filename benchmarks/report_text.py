@@ -144,7 +144,7 @@ one process claiming and completing batches used 2.56 → 0.62 ms of CPU per job
 per job; bulk enqueue 5,300 → 20,000+ jobs/s.
 
 - `claim()` and the batched completion run SQL that the ORM compiles once per thread and
-  shape (`django_skipqueue/statements.py`); building and compiling the querysets cost about
+  shape (`django_skipqueue/db/statements.py`); building and compiling the querysets cost about
   2 ms per claimed no-op job, ten times the raw SQL loop's whole cycle.
 - All successes of a batch are one fenced UPDATE (`completions.py`), fenced per row on
   (id, attempt) with the owner, instead of one UPDATE per job.

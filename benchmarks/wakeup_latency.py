@@ -2,9 +2,10 @@
 
 Starts ``runworkers`` on the database that DATABASE_URL names, lets it go idle, then enqueues
 jobs one at a time, each in its own transaction, a little apart. Each job returns the time it
-started (``tests.worker_tasks.stamp``); the latency is that minus the time the enqueue's commit
-returned. Both clocks are this host's. Variants: the wake-up datagram sent to every live worker
-(fan-out "all"), to each fan-out given with ``--fanouts``, and polling alone (``--no-wakeup``).
+started (``tests.support.worker_tasks.stamp``); the latency is that minus the time the
+enqueue's commit returned. Both clocks are this host's. Variants: the wake-up datagram sent to
+every live worker (fan-out "all"), to each fan-out given with ``--fanouts``, and polling alone
+(``--no-wakeup``).
 
     DATABASE_URL=mysql://root@127.0.0.1:3306/sq_workers_bench python -m benchmarks.wakeup_latency
 
@@ -83,7 +84,7 @@ def run_variant(variant: Variant, args: argparse.Namespace) -> Outcome:
 
     from django_skipqueue import wakeup
     from django_skipqueue.models import Job, WorkerProcess
-    from tests.worker_tasks import stamp
+    from tests.support.worker_tasks import stamp
 
     Job.objects.filter(task_path=stamp.module_path).delete()
     before = set(WorkerProcess.objects.values_list("pk", flat=True))

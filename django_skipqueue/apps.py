@@ -16,7 +16,7 @@ class SkipQueueConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from .setting_checks import check_settings
+        from django_skipqueue.setting_checks import check_settings
 
         require_tasks_setting()
         checks.register(check_settings)

@@ -15,13 +15,13 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
-from . import checks, setting_checks
-from .conf import get_settings
-from .exceptions import InvalidQueueName, InvalidTaskOption
-from .tasks import SkipQueueTask, resolve_task
+from django_skipqueue import checks, setting_checks
+from django_skipqueue.conf import get_settings
+from django_skipqueue.exceptions import InvalidQueueName, InvalidTaskOption
+from django_skipqueue.tasks import SkipQueueTask, resolve_task
 
 if TYPE_CHECKING:
-    from .models import Job
+    from django_skipqueue.models import Job
 
 # The modules that use the models are imported by the methods that need them: this module
 # must load without django_skipqueue in INSTALLED_APPS, so that the backend can say to add it
@@ -74,7 +74,7 @@ class SkipQueueBackend(BaseTaskBackend):
 
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
         """Insert a job on the queue's connection, inside the caller's transaction if any."""
-        from .enqueue import build_job, insert_job
+        from django_skipqueue.enqueue import build_job, insert_job
 
         self.validate_task(task)
         job, created = insert_job(build_job(task, args, kwargs), self.database)
@@ -90,7 +90,7 @@ class SkipQueueBackend(BaseTaskBackend):
         Calls with an idempotency key are inserted one by one so that each key stays
         race-free; the rest go in batches.
         """
-        from .enqueue import build_jobs, insert_jobs
+        from django_skipqueue.enqueue import build_jobs, insert_jobs
 
         calls = list(calls)
         for task in {id(task): task for task, _, _ in calls}.values():
@@ -106,8 +106,8 @@ class SkipQueueBackend(BaseTaskBackend):
 
     def _wake_workers(self, jobs: list[Job]) -> None:
         """Once the jobs commit, wake idle workers of their queues (best effort)."""
-        from . import wakeup
-        from .models import JobStatus
+        from django_skipqueue import wakeup
+        from django_skipqueue.models import JobStatus
 
         queues = {job.queue_name for job in jobs if job.status == JobStatus.READY}
         if queues:
@@ -116,7 +116,7 @@ class SkipQueueBackend(BaseTaskBackend):
     def _results_in_order(
         self, calls: list[TaskCall], jobs: list[Job], plain: list[Job]
     ) -> list[TaskResult]:
-        from .enqueue import insert_job
+        from django_skipqueue.enqueue import insert_job
 
         plain_iter = iter(plain)
         results = []
@@ -130,7 +130,7 @@ class SkipQueueBackend(BaseTaskBackend):
 
     def get_result(self, result_id: str) -> TaskResult:
         """Retrieve a task result by id."""
-        from .models import Job
+        from django_skipqueue.models import Job
 
         try:
             job = Job.objects.using(self.database).get(pk=int(result_id))
@@ -139,7 +139,7 @@ class SkipQueueBackend(BaseTaskBackend):
         return self._result(job)
 
     def _result(self, job: Job, task: Task | None = None) -> TaskResult:
-        from .results import build_result, task_for_job
+        from django_skipqueue.results import build_result, task_for_job
 
         task = task or resolve_task(job.task_path)
         return build_result(job, task_for_job(task, job), self.alias)

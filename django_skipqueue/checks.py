@@ -8,10 +8,10 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections
 
-from .conf import SkipQueueSettings
+from django_skipqueue.conf import SkipQueueSettings
 
 if TYPE_CHECKING:
-    from .backend import SkipQueueBackend
+    from django_skipqueue.backend import SkipQueueBackend
 
 #: Where every check id and its fix is listed: a page of the docs, in the source tree
 #: (docs/ is not installed with the package, and the docs are not published yet).
@@ -99,7 +99,7 @@ def check_time_zone() -> list[CheckMessage]:
 
 
 def check_queue_names(backend: SkipQueueBackend) -> list[CheckMessage]:
-    from .backend import QUEUE_NAME_PATTERN
+    from django_skipqueue.backend import QUEUE_NAME_PATTERN
 
     return [
         Error(
@@ -152,7 +152,7 @@ def _skipqueue_aliases() -> list[tuple[str, str]]:
     """(alias, database alias) of each SkipQueueBackend in TASKS, in settings order."""
     from django.tasks import task_backends
 
-    from .backend import SkipQueueBackend
+    from django_skipqueue.backend import SkipQueueBackend
 
     found = []
     for alias in task_backends.settings:

@@ -17,11 +17,11 @@ from typing import Any
 from django.db.models import Case, JSONField, Q, Value, When
 from django.db.models.functions import Cast
 
-from . import statements
-from .dbtime import DatabaseNow
-from .managers import CLAIMED
-from .models import Job, JobStatus
-from .statements import slot_int, slot_json, slot_str
+from django_skipqueue.db import statements
+from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.db.statements import slot_int, slot_json, slot_str
+from django_skipqueue.managers import CLAIMED
+from django_skipqueue.models import Job, JobStatus
 
 
 def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool]:

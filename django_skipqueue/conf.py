@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from .durations import parse_duration
+from django_skipqueue.durations import parse_duration
 
 PREFIX = "SKIPQUEUE_"
 #: Annotations of the settings that are seconds: each also takes a duration string.

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from django.tasks import TaskContext
 
-from .exceptions import JobCancelled
+from django_skipqueue.exceptions import JobCancelled
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

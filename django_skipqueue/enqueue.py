@@ -12,11 +12,11 @@ from django.db.models.signals import post_init, pre_init
 from django.tasks import Task
 from django.utils import timezone
 
-from .bulkinsert import insert_rows
-from .conf import SkipQueueSettings, get_settings
-from .dbretry import retry_whole_transaction
-from .models import Job, JobStatus
-from .payload import check_size, normalize_arguments
+from django_skipqueue.conf import SkipQueueSettings, get_settings
+from django_skipqueue.db.bulkinsert import insert_rows
+from django_skipqueue.db.transactions import retry_whole_transaction
+from django_skipqueue.models import Job, JobStatus
+from django_skipqueue.payload import check_size, normalize_arguments
 
 #: Rows per multi-row INSERT in a bulk enqueue.
 BULK_BATCH_SIZE = 1000

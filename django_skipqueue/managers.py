@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING
 from django.db import models
 from django.db.models import Case, F, Value, When
 
-from . import statements
-from .dbretry import retry_whole_transaction
-from .dbtime import DatabaseNow, DatabaseNowPlus
-from .shorttxn import short_transaction
-from .statements import slot_float, slot_int, slot_str
+from django_skipqueue.db import statements
+from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_skipqueue.db.statements import slot_float, slot_int, slot_str
+from django_skipqueue.db.transactions import retry_whole_transaction, short_transaction
 
 if TYPE_CHECKING:
-    from .models import Job
+    from django_skipqueue.models import Job
 
 logger = logging.getLogger("django_skipqueue.claim")
 
@@ -79,7 +78,9 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
         """
         if limit < 1:
             raise ValueError("limit must be at least 1.")
-        from .pausing import unpaused  # pausing imports the models, which import this module
+        from django_skipqueue.pausing import (
+            unpaused,  # pausing imports the models, which import this module
+        )
 
         claimed_ids: list[int] = []
         for queue_name in unpaused(queues, self.db):

@@ -13,10 +13,10 @@ from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
 
-from .conf import get_settings
-from .dbtime import read_db_now
-from .models import QueuePause
-from .queues import check_queue, queue_database
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import read_db_now
+from django_skipqueue.models import QueuePause
+from django_skipqueue.queues import check_queue, queue_database
 
 _cache: dict[str, tuple[float, frozenset[str]]] = {}
 _cache_lock = threading.Lock()

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .exceptions import InvalidPayload, PayloadTooLarge
+from django_skipqueue.exceptions import InvalidPayload, PayloadTooLarge
 
 
 def normalize_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list, dict]:

@@ -6,7 +6,7 @@ from django.tasks import task_backends
 from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.exceptions import InvalidTaskBackend
 
-from .exceptions import InvalidQueueName
+from django_skipqueue.exceptions import InvalidQueueName
 
 
 def skipqueue_backend(alias: str = "default") -> BaseTaskBackend:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.base import TaskError
 
-from .models import Job, JobStatus
+from django_skipqueue.models import Job, JobStatus
 
 TASK_STATUS = {
     JobStatus.SCHEDULED: TaskResultStatus.READY,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 import traceback
 
-from .conf import get_settings
-from .models import Job
+from django_skipqueue.conf import get_settings
+from django_skipqueue.models import Job
 
 ELISION = "\n[... {} characters elided ...]\n"
 

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.core.checks import CheckMessage, Error
 
-from .checks import HINT
-from .conf import PREFIX, SkipQueueSettings
-from .durations import parse_duration
+from django_skipqueue.checks import HINT
+from django_skipqueue.conf import PREFIX, SkipQueueSettings
+from django_skipqueue.durations import parse_duration
 
 if TYPE_CHECKING:
-    from .backend import SkipQueueBackend
+    from django_skipqueue.backend import SkipQueueBackend
 
 #: Keys of a TASKS entry this backend reads (Django's own three).
 ENTRY_KEYS = ("BACKEND", "QUEUES", "OPTIONS")

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.tasks import Task
 
-from .exceptions import InvalidTaskOption, TaskNotFound
+from django_skipqueue.exceptions import InvalidTaskOption, TaskNotFound
 
 #: Options the worker reads from the task its module defines, not from the job row: a value
 #: given to ``using()`` would never reach the worker, so ``using()`` refuses them.

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .dbtime import DatabaseNow, DatabaseNowPlus
-from .managers import CLAIMED, READY, SCHEDULED, JobQuerySet, released_fields
-from .models import Job, JobStatus
+from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_skipqueue.managers import CLAIMED, READY, SCHEDULED, JobQuerySet, released_fields
+from django_skipqueue.models import Job, JobStatus
 
 
 def fenced(job: Job) -> JobQuerySet:

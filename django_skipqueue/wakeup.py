@@ -26,10 +26,10 @@ from functools import partial
 
 from django.db import transaction
 
-from .conf import get_settings
-from .dbtime import DatabaseNowPlus
-from .models import WorkerProcess
-from .models.worker import WorkerRole
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import DatabaseNowPlus
+from django_skipqueue.models import WorkerProcess
+from django_skipqueue.models.worker import WorkerRole
 
 logger = logging.getLogger(__name__)
 

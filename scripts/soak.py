@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from django_skipqueue.metrics import histogram_percentile, merge_histograms  # noqa: E402
+from django_skipqueue.monitoring.metrics import histogram_percentile, merge_histograms  # noqa: E402
 from tests.reliability.audit import audit, job_rows  # noqa: E402
 from tests.reliability.procs import Supervisor, child_env, kill_quietly  # noqa: E402
 from tests.reliability.server import PrivateMariaDB  # noqa: E402
@@ -39,9 +39,9 @@ DATABASE = "soak"
 MIX = {
     "tests.reliability.tasks.record": 0.8,
     "tests.reliability.tasks.flaky": 0.1,
-    "tests.worker_tasks.slow_record_tx": 0.1,
+    "tests.support.worker_tasks.slow_record_tx": 0.1,
 }
-TRANSACTIONAL = "tests.worker_tasks.slow_record_tx"
+TRANSACTIONAL = "tests.support.worker_tasks.slow_record_tx"
 
 
 def main() -> int:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from tests.brokers import NATS_PORT, RABBITMQ_PORT, reachable
+    from tests.support.brokers import NATS_PORT, RABBITMQ_PORT, reachable
 
     vendor = connection.vendor
     skip_locked = connection.features.has_select_for_update_skip_locked

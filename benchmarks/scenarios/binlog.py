@@ -32,7 +32,7 @@ from benchmarks.harness import Context, agent, interleaved
 from benchmarks.scenarios import drain, enqueue
 from benchmarks.stats import ratio, summary
 from benchmarks.systems import System
-from tests.mariadb_server import PrivateMariaDB, available
+from tests.support.mariadb_server import PrivateMariaDB, available
 
 #: Server options every server gets (PrivateMariaDB adds --no-defaults and its own paths).
 COMMON = (

@@ -14,10 +14,10 @@ from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from ..models import Job
-from . import operations
-from .listing import COUNT_CAP
-from .operations import JobQuery, Outcome, Recorder
+from django_skipqueue.admin import operations
+from django_skipqueue.admin.listing import COUNT_CAP
+from django_skipqueue.admin.operations import JobQuery, Outcome, Recorder
+from django_skipqueue.models import Job
 
 #: Actions offered on the job page too (Django returns to the page afterwards).
 BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from .figures import MinutePoint
+from django_skipqueue.admin.figures import MinutePoint
 
 WIDTH, HEIGHT = 600, 120
 LEFT, BOTTOM, TOP = 64, 16, 8

@@ -15,8 +15,8 @@ from django.db.models.sql.compiler import SQLCompiler
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from ..models import Job, JobStatus
-from .detail import moment, status_badge
+from django_skipqueue.admin.detail import moment, status_badge
+from django_skipqueue.models import Job, JobStatus
 
 #: The name the list's queryset gives the last error's class path.
 ERROR_CLASS = "last_error_class"

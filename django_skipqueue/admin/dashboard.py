@@ -18,14 +18,14 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
 
-from .. import pausing
-from ..conf import get_settings
-from ..durations import format_seconds
-from ..models import QueuePause
-from ..stats import DEPTH_STATUSES
-from . import charts
-from .figures import Dashboard, gather
-from .queues import admin_database
+from django_skipqueue import pausing
+from django_skipqueue.admin import charts
+from django_skipqueue.admin.figures import Dashboard, gather
+from django_skipqueue.admin.queues import admin_database
+from django_skipqueue.conf import get_settings
+from django_skipqueue.durations import format_seconds
+from django_skipqueue.models import QueuePause
+from django_skipqueue.monitoring.stats import DEPTH_STATUSES
 
 #: Seconds between automatic reloads of the page (``?refresh=0`` turns them off).
 REFRESH_SECONDS = 10

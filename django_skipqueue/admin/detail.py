@@ -14,7 +14,7 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from ..models import Job, JobStatus
+from django_skipqueue.models import Job, JobStatus
 
 EMPTY = "-"
 

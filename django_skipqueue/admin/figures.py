@@ -15,10 +15,10 @@ from datetime import datetime, timedelta
 
 from django.db.models import Sum
 
-from ..conf import get_settings
-from ..models import QueueMinute, QueuePause, WorkerProcess
-from ..stats import StatusReport, queue_status
-from .queues import QueueRef, admin_database, configured_queues
+from django_skipqueue.admin.queues import QueueRef, admin_database, configured_queues
+from django_skipqueue.conf import get_settings
+from django_skipqueue.models import QueueMinute, QueuePause, WorkerProcess
+from django_skipqueue.monitoring.stats import StatusReport, queue_status
 
 #: Minutes the throughput chart covers.
 CHART_MINUTES = 60

@@ -16,11 +16,9 @@ from django.http import HttpRequest
 from django.urls import URLPattern
 from django.utils.safestring import SafeString
 
-from ..dbtime import read_db_now
-from ..models import Job
-from . import actions, columns, detail
-from .dashboard import dashboard_urls
-from .listing import (
+from django_skipqueue.admin import actions, columns, detail
+from django_skipqueue.admin.dashboard import dashboard_urls
+from django_skipqueue.admin.listing import (
     TASK_SCAN_WINDOW,
     CappedPaginator,
     EnqueuedFilter,
@@ -28,8 +26,10 @@ from .listing import (
     TaskFilter,
     search_jobs,
 )
-from .operations import FINISHED, JobQuery
-from .queues import admin_database
+from django_skipqueue.admin.operations import FINISHED, JobQuery
+from django_skipqueue.admin.queues import admin_database
+from django_skipqueue.db.clock import read_db_now
+from django_skipqueue.models import Job
 
 #: Columns the list never reads: payloads, results and tracebacks can be large.
 HEAVY_FIELDS = ("args", "kwargs", "errors", "return_value", "worker_ids")

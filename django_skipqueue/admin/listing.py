@@ -20,9 +20,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from ..counting import Count, capped_count
-from ..models import Job, JobStatus
-from .queues import configured_queues
+from django_skipqueue.admin.queues import configured_queues
+from django_skipqueue.db.counting import Count, capped_count
+from django_skipqueue.models import Job, JobStatus
 
 JobQuery = QuerySet[Job, Job]
 

@@ -17,10 +17,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Greatest
 
-from .. import wakeup
-from ..dbtime import DatabaseNow
-from ..exceptions import JobCancelled
-from ..models import FINISHED_STATUSES, Job, JobStatus
+from django_skipqueue import wakeup
+from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.exceptions import JobCancelled
+from django_skipqueue.models import FINISHED_STATUSES, Job, JobStatus
 
 #: Jobs changed per transaction: small enough that no lock is held for long.
 CHUNK = 500

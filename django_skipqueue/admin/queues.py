@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from django.tasks import DEFAULT_TASK_BACKEND_ALIAS, task_backends
 
-from ..backend import SkipQueueBackend
+from django_skipqueue.backend import SkipQueueBackend
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from django.core.management.base import OutputWrapper
 
 from django_skipqueue.durations import format_seconds
-from django_skipqueue.purge_report import ChunkReport, LogReporter
-from django_skipqueue.replicas import LagReading
+from django_skipqueue.maintenance.purge_report import ChunkReport, LogReporter
+from django_skipqueue.maintenance.replicas import LagReading
 
 if TYPE_CHECKING:
-    from django_skipqueue.purge import Purge
+    from django_skipqueue.maintenance.purge import Purge
 
 
 class TerminalReporter(LogReporter):

@@ -1,0 +1,1 @@
+"""Migrations of the django_skipqueue app (the jobs, workers, pauses and archive tables)."""

@@ -8,7 +8,7 @@ from django.db import models
 from django.tasks import DEFAULT_TASK_QUEUE_NAME
 from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 
-from ..managers import JobManager
+from django_skipqueue.managers import JobManager
 
 
 class JobStatus(models.TextChoices):

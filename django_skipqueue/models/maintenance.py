@@ -8,7 +8,7 @@ from typing import Any
 from django.db import IntegrityError, models, transaction
 from django.db.models import F
 
-from ..dbtime import DatabaseNow
+from django_skipqueue.db.clock import DatabaseNow
 
 
 class MaintenanceRun(models.Model):

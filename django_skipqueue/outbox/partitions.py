@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 from django.db.models import Exists, OuterRef, Q
 
-from ..dbretry import retry_whole_transaction
-from ..dbtime import DatabaseNow, DatabaseNowPlus
-from ..shorttxn import short_transaction
+from ..db.clock import DatabaseNow, DatabaseNowPlus
+from ..db.transactions import retry_whole_transaction, short_transaction
 from .models import MessageStatus, OutboxMessage, OutboxPartition
 
 

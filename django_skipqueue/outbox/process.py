@@ -14,10 +14,10 @@ from types import FrameType
 from django.db import DatabaseError, close_old_connections
 
 from ..conf import get_settings
-from ..dbtime import DatabaseNow
+from ..db.clock import DatabaseNow
 from ..exceptions import BrokerUnavailable
-from ..owner import owner_id
 from ..wakeup import Waker
+from ..worker.owner import owner_id
 from . import partitions
 from .models import OutboxRelay
 from .relay import Relay, Round

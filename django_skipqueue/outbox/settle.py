@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import F, Subquery
 
-from ..dbtime import DatabaseNow, DatabaseNowPlus
+from ..db.clock import DatabaseNow, DatabaseNowPlus
 from .models import MessageStatus, OutboxMessage, OutboxPartition
 
 

@@ -9,8 +9,8 @@ from django.apps import apps
 from django.db.models import Avg, Sum
 
 from ..conf import get_settings
-from ..counting import capped_count
-from ..dbtime import DatabaseNowPlus, read_db_now
+from ..db.clock import DatabaseNowPlus, read_db_now
+from ..db.counting import capped_count
 from ..durations import format_seconds
 
 #: The app label; the figures exist only where the outbox app is installed.

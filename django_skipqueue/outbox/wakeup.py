@@ -9,7 +9,7 @@ from functools import partial
 from django.db import transaction
 
 from ..conf import get_settings
-from ..dbtime import DatabaseNowPlus
+from ..db.clock import DatabaseNowPlus
 from ..wakeup import _send, parse_address
 from .models import OutboxRelay
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import BooleanField, ExpressionWrapper, Q
 
-from ..dbtime import DatabaseNow, DatabaseNowPlus
+from ..db.clock import DatabaseNow, DatabaseNowPlus
 from ..exceptions import HoldExpired, HoldNotActive, InsufficientStock, UnknownPool
 from . import ledger
 from .models import HoldState, LedgerReason, Pool, Reservation

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..dbtime import DatabaseNow
+from ..db.clock import DatabaseNow
 from .models import LedgerEntry, LedgerReason, Reservation
 
 

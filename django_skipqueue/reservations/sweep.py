@@ -8,7 +8,7 @@ then reads ``expired`` and raises ``HoldExpired``. Never both.
 from __future__ import annotations
 
 from ..conf import get_settings
-from ..dbtime import DatabaseNow
+from ..db.clock import DatabaseNow
 from .holds import return_units
 from .models import HoldState, Reservation
 from .transactions import in_pool_transaction, pool_database

@@ -19,9 +19,9 @@ from django.tasks import Task, TaskResult
 
 from django_skipqueue.backend import SkipQueueBackend
 from django_skipqueue.models import Job
-from django_skipqueue.options import WorkerOptions
-from django_skipqueue.owner import owner_id
-from django_skipqueue.worker import Worker
+from django_skipqueue.worker.loop import Worker
+from django_skipqueue.worker.options import WorkerOptions
+from django_skipqueue.worker.owner import owner_id
 
 #: The backends Django's tests name, and the classes that stand in for them.
 MAPPED = {

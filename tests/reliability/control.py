@@ -5,7 +5,7 @@ from __future__ import annotations
 import MySQLdb
 from django.db import connection
 
-from tests.mariadb_server import kill_connection
+from tests.support.mariadb_server import kill_connection
 
 
 class Control:

@@ -20,7 +20,7 @@ from typing import Any
 
 import MySQLdb
 
-from tests.mariadb_server import free_port, wait_until_up
+from tests.support.mariadb_server import free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Server options: small and quick to start, durable commits (the default), ROW binlog off.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.tasks import TaskContext, task
 
-from tests.worker_tasks import write_ledger
+from tests.support.worker_tasks import write_ledger
 
 
 def pause(seconds: float) -> None:

@@ -1,7 +1,7 @@
 """Admin operations are refused without their permission, whatever the request says.
 
-tests/test_admin_actions.py checks the retry permission (not offered, a forged POST does
-nothing) and tests/test_admin_dashboard.py the pause permission and the dashboard's view
+tests/admin/test_admin_actions.py checks the retry permission (not offered, a forged POST does
+nothing) and tests/admin/test_admin_dashboard.py the pause permission and the dashboard's view
 permission. This completes the matrix: every action, from its own job list and its job
 page, for a staff user holding every permission but the one it needs, for a user who is not
 staff and for an anonymous visitor; and the read-only job page accepts no edit.
@@ -15,7 +15,7 @@ from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from django_skipqueue.models import Job, JobStatus, QueuePause
-from tests.admin_support import changelist_url, job_url, make_job, run_action, staff_user
+from tests.support.admin import changelist_url, job_url, make_job, run_action, staff_user
 
 pytestmark = pytest.mark.django_db
 
@@ -96,11 +96,11 @@ def test_nobody_outside_the_admin_can_act_or_pause(client, who):
 
 
 def test_the_job_page_accepts_no_edit_even_from_a_superuser(admin_client):
-    job = make_job(JobStatus.FAILED, task_path="tests.tasks.echo")
+    job = make_job(JobStatus.FAILED, task_path="tests.support.tasks.echo")
     response = admin_client.post(
         job_url(job), {"task_path": "os.system", "status": "ready", "args": '["id"]'}
     )
     assert response.status_code in (403, 200)
     row = Job.objects.get(pk=job.pk)
-    assert (row.task_path, row.status, row.args) == ("tests.tasks.echo", "failed", [])
+    assert (row.task_path, row.status, row.args) == ("tests.support.tasks.echo", "failed", [])
     assert admin_client.get(reverse("admin:django_skipqueue_job_add")).status_code == 403

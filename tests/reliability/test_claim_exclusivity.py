@@ -1,6 +1,6 @@
 """16 claimer processes x 20,000 jobs: every job claimed exactly once, by the ledger.
 
-tests/test_claim.py proves the same with 8 threads in one process. Here the claimers are
+tests/db/test_claim.py proves the same with 8 threads in one process. Here the claimers are
 separate processes (truly concurrent, each with its own connection), each writes a ledger row
 per job it claimed, and the run is on a private server so that its deadlock counter counts
 this run alone: it must stay at zero.

@@ -19,12 +19,12 @@ import time
 import pytest
 from django.db import connection
 
-from django_skipqueue.dbtime import DatabaseNowPlus
+from django_skipqueue.db.clock import DatabaseNowPlus
 from django_skipqueue.models import Job, QueueMinute
 from testproject.demo.models import LedgerEntry
 from tests.reliability import tasks
 from tests.reliability.procs import MANAGE, Supervisor, kill_quietly, wait_for
-from tests.tasks import noop
+from tests.support.tasks import noop
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -18,14 +18,16 @@ import pytest
 from django.db import connection, connections
 from django.db.models import Sum
 
-from django_skipqueue import dbretry, outcomes, reaper
-from django_skipqueue.dbtime import DatabaseNowPlus, read_db_now
-from django_skipqueue.executor import Outcome, Running
+from django_skipqueue.db import transactions as dbretry
+from django_skipqueue.db.clock import DatabaseNowPlus, read_db_now
+from django_skipqueue.maintenance import reap as reaper
 from django_skipqueue.models import Job, QueueMinute
+from django_skipqueue.worker import recording as outcomes
+from django_skipqueue.worker.executor import Outcome, Running
 from tests.reliability.audit import audit, job_rows
 from tests.reliability.control import Control
 from tests.reliability.procs import Supervisor, wait_for
-from tests.tasks import noop
+from tests.support.tasks import noop
 
 pytestmark = pytest.mark.mysql
 

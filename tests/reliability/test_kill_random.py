@@ -18,9 +18,9 @@ from django.db import connections
 from django_skipqueue.models import Job, WorkerProcess
 from testproject.demo.models import LedgerEntry
 from testproject.demo.tasks import record
-from tests import worker_tasks
 from tests.reliability.audit import audit, job_rows
 from tests.reliability.procs import Supervisor, kill_quietly
+from tests.support import worker_tasks
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -1,8 +1,8 @@
 """The reaper against late completions, at full speed: one of them wins each job, never both.
 
-tests/test_reaper.py places the race deterministically (a completion in flight is skipped; a
-completion that lands after the reaper read the row is kept). Here 2,000 expired jobs are
-completed by two "late workers" through the worker's own batched path while two reapers
+tests/maintenance/test_reaper.py places the race deterministically (a completion in flight is
+skipped; a completion that lands after the reaper read the row is kept). Here 2,000 expired
+jobs are completed by two "late workers" through the worker's own batched path while two reapers
 reclaim them, all at once; every job must end with exactly one winner, and the losers must
 have written nothing.
 """
@@ -15,11 +15,12 @@ import threading
 import pytest
 from django.db import connections
 
-from django_skipqueue import outcomes, reaper
-from django_skipqueue.dbtime import DatabaseNowPlus
-from django_skipqueue.executor import Outcome, Running
+from django_skipqueue.db.clock import DatabaseNowPlus
+from django_skipqueue.maintenance import reap as reaper
 from django_skipqueue.models import Job
-from tests.bulkfill import insert_jobs
+from django_skipqueue.worker import recording as outcomes
+from django_skipqueue.worker.executor import Outcome, Running
+from tests.support.bulkfill import insert_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.skip_locked]
 

@@ -1,8 +1,8 @@
 """Rows are data, at the worker too: hostile or broken rows fail cleanly and run nothing.
 
-tests/test_security.py proves task resolution (only Task objects, only the module the path
+tests/backend/test_security.py proves task resolution (only Task objects, only the module the path
 names is imported), queue-name validation and parameter binding, and JSON storage;
-tests/test_enqueue.py refuses oversized and non-JSON payloads at enqueue. Here rows written
+tests/backend/test_enqueue.py refuses oversized and non-JSON payloads at enqueue. Here rows written
 behind the backend's back (by SQL, an attacker with write access to the table, or a bad
 migration) go through a real ``runworkers`` process: nothing they name is called, a pickle in
 a payload stays a string, broken rows end ``failed`` with a clear error, the worker survives
@@ -18,7 +18,7 @@ import pytest
 
 from django_skipqueue.models import Job
 from tests.reliability.procs import MANAGE, Supervisor
-from tests.tasks import echo
+from tests.support.tasks import echo
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.mysql]
 
@@ -51,8 +51,8 @@ def test_hostile_and_broken_rows_fail_without_running_anything(rel_env, tmp_path
         "a package attribute": hostile_row("tests.reliability.sidefx_touch", []),
     }
     broken = {
-        "args as an object": hostile_row("tests.tasks.echo", {"a": 1}, {}),
-        "kwargs as a list": hostile_row("tests.tasks.echo", [], [1, 2]),
+        "args as an object": hostile_row("tests.support.tasks.echo", {"a": 1}, {}),
+        "kwargs as a list": hostile_row("tests.support.tasks.echo", [], [1, 2]),
     }
     carried = echo.enqueue(pickled, key=pickled)
     hostile_queue = Job.objects.get(pk=echo.enqueue().id)

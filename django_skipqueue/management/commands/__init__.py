@@ -1,0 +1,1 @@
+"""One module per manage.py command, each named after what it runs."""

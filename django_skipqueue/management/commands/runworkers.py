@@ -23,10 +23,10 @@ from django_skipqueue.management.arguments import (
     positive_int,
     queue_list,
 )
-from django_skipqueue.options import WorkerOptions
-from django_skipqueue.owner import owner_id
-from django_skipqueue.startup import pool_size, unapplied_migrations, wait_for_database
-from django_skipqueue.supervisor import Supervisor, default_maintenance
+from django_skipqueue.worker.options import WorkerOptions
+from django_skipqueue.worker.owner import owner_id
+from django_skipqueue.worker.startup import pool_size, unapplied_migrations, wait_for_database
+from django_skipqueue.worker.supervisor import Supervisor, default_maintenance
 
 LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
 

@@ -10,15 +10,15 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from django_skipqueue.conf import get_settings
-from django_skipqueue.health import Problem, Thresholds, Unhealthy, problems, summary
 from django_skipqueue.management.arguments import (
     accept_skip_checks,
     add_backend,
     backend_named,
     positive_float,
 )
+from django_skipqueue.monitoring.health import Problem, Thresholds, Unhealthy, problems, summary
+from django_skipqueue.monitoring.stats import queue_status
 from django_skipqueue.outbox.stats import lag_problem, outbox_status
-from django_skipqueue.stats import queue_status
 
 
 class Command(BaseCommand):

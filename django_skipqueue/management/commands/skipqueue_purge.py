@@ -8,6 +8,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from django_skipqueue.maintenance.purge import Purge
+from django_skipqueue.maintenance.purge_options import PurgeOptions
+from django_skipqueue.maintenance.replicas import NotAReplica, check_replicas
 from django_skipqueue.management.arguments import (
     add_backend,
     backend_named,
@@ -16,12 +19,9 @@ from django_skipqueue.management.arguments import (
     positive_int,
     values_of,
 )
+from django_skipqueue.management.interrupts import stop_requested
 from django_skipqueue.management.progress import TerminalReporter
-from django_skipqueue.management.stopping import stop_requested
 from django_skipqueue.models import FINISHED_STATUSES
-from django_skipqueue.purge import Purge
-from django_skipqueue.replicas import NotAReplica, check_replicas
-from django_skipqueue.retention import PurgeOptions
 
 #: Exit status when the purge was interrupted (after its last complete chunk).
 INTERRUPTED = 130

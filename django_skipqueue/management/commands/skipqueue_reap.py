@@ -8,10 +8,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from django_skipqueue.maintenance import Maintenance
+from django_skipqueue.maintenance.loop import Maintenance
+from django_skipqueue.maintenance.promote import promote
+from django_skipqueue.maintenance.reap import reap
 from django_skipqueue.management.arguments import add_backend, backend_named, positive_float
-from django_skipqueue.management.stopping import stop_requested
-from django_skipqueue.reaper import promote, reap
+from django_skipqueue.management.interrupts import stop_requested
 
 
 class Command(BaseCommand):

@@ -10,8 +10,13 @@ from django.core.management.base import BaseCommand
 
 from django_skipqueue.durations import format_seconds
 from django_skipqueue.management.arguments import add_backend, backend_named, int_between
+from django_skipqueue.monitoring.stats import (
+    DEPTH_STATUSES,
+    QueueStatus,
+    StatusReport,
+    queue_status,
+)
 from django_skipqueue.outbox.stats import outbox_status
-from django_skipqueue.stats import DEPTH_STATUSES, QueueStatus, StatusReport, queue_status
 
 COLUMNS = (
     "queue",

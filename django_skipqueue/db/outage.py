@@ -1,0 +1,106 @@
+"""Log a database outage as a few lines: when it starts, a summary now and then, when it ends.
+
+Every loop of a process (worker, supervisor, maintenance) retries its database work about once
+a second while the server is away. Logging each failure buried the logs under thousands of
+identical tracebacks, so each process keeps one :class:`Outage` per database alias and every
+loop reports to it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from django.db import InterfaceError, OperationalError
+
+from django_skipqueue.db.transactions import is_retryable
+
+logger = logging.getLogger("django_skipqueue.database")
+
+#: Seconds between two "still unreachable" lines while an outage lasts.
+SUMMARY_SECONDS = 60.0
+
+
+class Outage:
+    """The state of one database seen from one process: reachable, or down since when."""
+
+    def __init__(self, using: str) -> None:
+        self.using = using
+        self.down_since: float | None = None
+        self.failures = 0
+        self.error = ""
+        self.next_summary_at = 0.0
+        self.traceback_logged = False
+
+    @property
+    def down(self) -> bool:
+        return self.down_since is not None
+
+    def failed(self, error: BaseException) -> None:
+        """Count a failure; log only when the outage starts, changes error, or lasts."""
+        now, text = time.monotonic(), describe(error)
+        self.failures += 1
+        if self.down_since is None:
+            self.down_since, self.failures = now, 1
+            self._log_start(error, text)
+        elif text != self.error:
+            logger.warning(
+                "database still unreachable database=%s error=%s pid=%s",
+                self.using, text, os.getpid(),
+            )  # fmt: skip
+        elif now >= self.next_summary_at:
+            logger.warning(
+                "database still unreachable database=%s for_s=%.0f failures=%s error=%s pid=%s",
+                self.using, now - self.down_since, self.failures, text, os.getpid(),
+            )  # fmt: skip
+        else:
+            return
+        self.error, self.next_summary_at = text, now + SUMMARY_SECONDS
+
+    def recovered(self) -> None:
+        """Log the end of an outage (once); nothing when the database was not down."""
+        if self.down_since is None:
+            return
+        logger.info(
+            "database reachable again database=%s after_s=%.1f failures=%s pid=%s",
+            self.using, time.monotonic() - self.down_since, self.failures, os.getpid(),
+        )  # fmt: skip
+        self.down_since, self.failures, self.error = None, 0, ""
+
+    def _log_start(self, error: BaseException, text: str) -> None:
+        logger.warning(
+            "database unreachable, retrying database=%s error=%s pid=%s",
+            self.using, text, os.getpid(),
+        )  # fmt: skip
+        if not self.traceback_logged:
+            # The first one only, and below WARNING: for a refused or lost connection the
+            # line above says everything; the traceback helps with anything stranger.
+            logger.debug("database error traceback database=%s", self.using, exc_info=error)
+            self.traceback_logged = True
+
+
+def describe(error: BaseException) -> str:
+    """Render an error as ``Class(args)`` on one line."""
+    return repr(error).replace("\n", " ")
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """Tell whether ``error`` means the server cannot be reached, as opposed to a bad query.
+
+    Deadlocks and lock-wait timeouts are OperationalErrors too, but they are retried by the
+    transaction that met them and say nothing about the server's health.
+    """
+    return isinstance(error, OperationalError | InterfaceError) and not is_retryable(error)
+
+
+_outages: dict[tuple[int, str], Outage] = {}
+
+
+def outage(using: str) -> Outage:
+    """Return this process's Outage of database ``using`` (a forked child gets its own)."""
+    key = (os.getpid(), using)
+    found = _outages.get(key)
+    if found is None:
+        found = _outages[key] = Outage(using)
+    return found

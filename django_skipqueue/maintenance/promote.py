@@ -1,0 +1,38 @@
+"""promote() makes due scheduled jobs ready, in small ``SKIP LOCKED`` batches.
+
+Each batch is one short transaction, disjoint from every other, so any number of supervisors
+(and ``skipqueue_reap`` loops) can promote at once. Due means ``run_after <= NOW()`` on the
+database's clock.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from django_skipqueue import wakeup
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.transactions import retry_whole_transaction
+from django_skipqueue.models import Job, JobStatus
+
+
+def promote(using: str = "default", *, batch: int | None = None) -> int:
+    """Make due scheduled jobs ready, in small SKIP LOCKED batches; return how many."""
+    batch = batch or get_settings().MAINTENANCE_BATCH
+    total = 0
+    while True:
+        promoted = retry_whole_transaction(using, lambda: _promote_batch(using, batch))
+        total += promoted
+        if promoted < batch:
+            return total
+
+
+def _promote_batch(using: str, batch: int) -> int:
+    # (status, run_after, id) is the skipqueue_due index: the scan stops at the LIMIT.
+    due = Job.objects.using(using).due().order_by("run_after", "id")
+    with transaction.atomic(using=using):
+        rows = Job.objects.db_manager(using).lock_batch(due, ["pk", "queue_name"], batch)
+        if rows:
+            ids = [pk for pk, _ in rows]
+            Job.objects.using(using).scheduled().filter(pk__in=ids).update(status=JobStatus.READY)
+            wakeup.after_commit(using, {queue_name for _, queue_name in rows})
+    return len(rows)

@@ -1,0 +1,98 @@
+"""Health checks for orchestrators: each failing check has its own exit status and reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from django_skipqueue.conf import get_settings
+from django_skipqueue.durations import format_seconds
+from django_skipqueue.monitoring.stats import StatusReport
+
+
+class Unhealthy(IntEnum):
+    """Exit statuses of ``skipqueue_health`` (1 is a failure to check at all, 2 a usage error)."""
+
+    NO_LIVE_WORKER = 3
+    READY_TOO_OLD = 4
+    REAPER_NOT_RUNNING = 5
+    OUTBOX_TOO_OLD = 6
+
+
+@dataclass(frozen=True)
+class Problem:
+    check: Unhealthy
+    reason: str
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    max_ready_age: float
+    max_reaper_age: float
+
+    @classmethod
+    def from_settings(
+        cls, max_ready_age: float | None = None, max_reaper_age: float | None = None
+    ) -> Thresholds:
+        config = get_settings()
+        return cls(
+            max_ready_age=config.HEALTH_MAX_READY_AGE if max_ready_age is None else max_ready_age,
+            max_reaper_age=(
+                config.HEALTH_MAX_REAPER_AGE if max_reaper_age is None else max_reaper_age
+            ),
+        )
+
+
+def problems(report: StatusReport, thresholds: Thresholds) -> list[Problem]:
+    """Return what is wrong, most fundamental first (the exit status is the first one's)."""
+    return [
+        *_workers(report),
+        *_ready_age(report, thresholds.max_ready_age),
+        *_reaper(report, thresholds.max_reaper_age),
+    ]
+
+
+def _workers(report: StatusReport) -> list[Problem]:
+    if report.workers.live:
+        return []
+    stale = f" ({report.workers.stale} stale)" if report.workers.stale else ""
+    return [Problem(Unhealthy.NO_LIVE_WORKER, f"no live worker process{stale}")]
+
+
+def _ready_age(report: StatusReport, limit: float) -> list[Problem]:
+    # A paused queue piles up ready jobs on purpose: its age is not a fault.
+    return [
+        Problem(
+            Unhealthy.READY_TOO_OLD,
+            f"queue {queue.name}: oldest ready job has waited "
+            f"{format_seconds(queue.oldest_ready_age)} (limit {format_seconds(limit)})",
+        )
+        for queue in report.queues
+        if not queue.paused
+        and queue.oldest_ready_age is not None
+        and queue.oldest_ready_age > limit
+    ]
+
+
+def _reaper(report: StatusReport, limit: float) -> list[Problem]:
+    if report.reaper_age is None:
+        return [Problem(Unhealthy.REAPER_NOT_RUNNING, "the reaper has never run")]
+    if report.reaper_age > limit:
+        return [
+            Problem(
+                Unhealthy.REAPER_NOT_RUNNING,
+                f"the reaper last ran {format_seconds(report.reaper_age)} ago "
+                f"(limit {format_seconds(limit)})",
+            )
+        ]
+    return []
+
+
+def summary(report: StatusReport) -> str:
+    """One line that says why all is well."""
+    ages = [q.oldest_ready_age for q in report.queues if q.oldest_ready_age is not None]
+    oldest = format_seconds(max(ages)) if ages else "none"
+    return (
+        f"{report.workers.live} live worker process(es), oldest ready job {oldest}, "
+        f"reaper ran {format_seconds(report.reaper_age)} ago"
+    )

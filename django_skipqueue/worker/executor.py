@@ -1,0 +1,306 @@
+"""Run claimed jobs: sync tasks on a thread pool, coroutines on one event loop.
+
+A job's code never touches the queue's bookkeeping: it returns an :class:`Outcome`, and the
+worker's main thread records outcomes in batches. The one exception is a ``transactional`` task,
+whose writes and fenced completion commit together in the job's own transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from inspect import iscoroutinefunction
+from typing import Any
+
+from django.db import Error, close_old_connections, connections, transaction
+from django.tasks import Task, TaskResult
+from django.tasks.signals import task_started
+from django.utils.json import normalize_json
+
+from django_skipqueue import transitions
+from django_skipqueue.context import JobContext
+from django_skipqueue.db.transactions import retry_whole_transaction
+from django_skipqueue.exceptions import (
+    InvalidPayload,
+    InvalidReturnValue,
+    JobCancelled,
+    JobTimedOut,
+    TaskNotFound,
+)
+from django_skipqueue.models import Job, JobStatus
+from django_skipqueue.queues import backend_class
+from django_skipqueue.results import build_result, task_for_job
+from django_skipqueue.retries import error_record, message_record, retry_delay
+
+#: Errors that running the task again cannot fix: the job fails at once, attempts left or not.
+#: A task path this worker cannot import is one (see docs/reference/workers.md, "Retries").
+NOT_RETRIED = (TaskNotFound, InvalidReturnValue)
+
+
+@dataclass(eq=False)
+class Running:
+    """A job this process holds, from its claim until its outcome is recorded."""
+
+    job: Job
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+    #: time.monotonic() when the task began (None: not started yet).
+    started_at: float | None = None
+    future: Future[Any] | None = None
+    #: Runs on the event loop (which enforces its timeout itself) rather than a thread.
+    on_loop: bool = False
+    #: Timed out: its thread may run on, but what it returns is ignored.
+    abandoned: bool = False
+    #: A heartbeat found the job taken over: its completion will be rejected.
+    lease_lost: bool = False
+    #: The TaskResult of this attempt (for task_started and the job's context), once it began;
+    #: updated in place for task_finished.
+    result: TaskResult | None = None
+
+
+@dataclass(eq=False)
+class Outcome:
+    """How one attempt ended, waiting to be recorded by a fenced transition."""
+
+    running: Running
+    #: "succeeded", "failed" (attempts spent), "retry" or "cancelled".
+    status: str
+    return_value: Any = None
+    error: dict[str, str] | None = None
+    retry_in: float | None = None
+    duration: float = 0.0
+    #: Already written by the task's own transaction (transactional tasks).
+    recorded: bool = False
+    #: The fence rejected it: the lease had been lost, nothing was written.
+    lost: bool = False
+    #: What ended a failed attempt: task_finished is sent while it is being handled.
+    exception: BaseException | None = None
+
+    @property
+    def job(self) -> Job:
+        return self.running.job
+
+
+OnDone = Callable[[Running, Outcome], None]
+
+
+class _FenceRejected(Exception):
+    """Roll a transactional task back: its lease was lost before it could commit."""
+
+
+class Executor:
+    """Run jobs and report each outcome through ``on_done`` (called from any thread)."""
+
+    def __init__(self, threads: int, backend_alias: str, using: str, on_done: OnDone) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skipqueue-job")
+        self.backend_alias, self.using, self.on_done = backend_alias, using, on_done
+        #: The sender of task_started: the configured backend's class, as Django documents.
+        self.sender = backend_class(backend_alias)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def submit(self, running: Running, task: Task) -> None:
+        """Start ``running`` on the pool or the event loop."""
+        running.on_loop = iscoroutinefunction(task.func) and not _transactional(task)
+        if running.on_loop:
+            future = asyncio.run_coroutine_threadsafe(self._run_async(running, task), self.loop)
+        else:
+            future = self.pool.submit(self._run_sync, running, task)
+        running.future = future
+        future.add_done_callback(lambda done: self._report(running, done))
+
+    def _report(self, running: Running, done: Future[Outcome]) -> None:
+        if done.cancelled():  # never started: the worker releases it
+            return
+        try:
+            outcome = done.result()
+        except BaseException as error:  # a bug outside the task: the job must still end
+            outcome = failure(running, None, error, running.started_at or time.monotonic())
+        self.on_done(running, outcome)
+
+    def fail_unstarted(self, running: Running, error: BaseException) -> None:
+        """Report an attempt that could not start (its task path names no Task)."""
+        self.on_done(running, failure(running, None, error, time.monotonic()))
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            thread = threading.Thread(
+                target=_run_loop, args=(self._loop,), name="skipqueue-loop", daemon=True
+            )
+            thread.start()
+        return self._loop
+
+    def shutdown(self) -> None:
+        """Stop taking work; running threads are not waited for (the process is exiting)."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+
+    def _run_sync(self, running: Running, task: Task) -> Outcome:
+        # Like a request: stale connections out before, broken ones out after.
+        close_old_connections()
+        close_dead_connections()
+        try:
+            return self._attempt(running, task)
+        finally:
+            close_old_connections()
+
+    def _attempt(self, running: Running, task: Task) -> Outcome:
+        context = self._start(running, task)
+        started = running.started_at or time.monotonic()
+        try:
+            task_started.send(self.sender, task_result=context.task_result)
+            if _transactional(task):
+                return self._run_in_transaction(running, task, context, started)
+            value = to_json(
+                task.call(*_arguments(task, context, running.job), **running.job.kwargs)
+            )
+            return Outcome(running, "succeeded", value, duration=time.monotonic() - started)
+        except BaseException as error:  # a task's SystemExit is its failure, not ours
+            return failure(running, task, error, started)
+
+    def _run_in_transaction(
+        self, running: Running, task: Task, context: JobContext, started: float
+    ) -> Outcome:
+        """Commit the task's writes and its fenced completion together, or neither."""
+        job = running.job
+
+        def attempt() -> Any:
+            with transaction.atomic(using=self.using):
+                value = to_json(task.call(*_arguments(task, context, job), **job.kwargs))
+                if not transitions.succeed(job, value):
+                    raise _FenceRejected
+            return value
+
+        try:
+            value = retry_whole_transaction(self.using, attempt)
+        except _FenceRejected:
+            return Outcome(running, "succeeded", recorded=True, lost=True)
+        except Error:
+            committed = self._committed_anyway(job)
+            if committed is None:
+                raise
+            value = committed["return_value"]
+        duration = time.monotonic() - started
+        return Outcome(running, "succeeded", value, duration=duration, recorded=True)
+
+    def _committed_anyway(self, job: Job) -> dict[str, Any] | None:
+        """After a connection broke at COMMIT, read whether the commit happened all the same."""
+        with contextlib.suppress(Error):
+            connections[self.using].close()
+        with contextlib.suppress(Error):
+            rows = Job.objects.using(self.using).filter(
+                pk=job.pk, owner=job.owner, attempts=job.attempts, status=JobStatus.SUCCEEDED
+            )
+            return rows.values("return_value").first()
+        return None
+
+    async def _run_async(self, running: Running, task: Task) -> Outcome:
+        context = self._start(running, task)
+        started = running.started_at or time.monotonic()
+        deadline = asyncio.timeout(running.job.timeout_seconds)
+        try:
+            await task_started.asend(self.sender, task_result=context.task_result)
+            async with deadline:
+                value = await task.func(
+                    *_arguments(task, context, running.job), **running.job.kwargs
+                )
+            return Outcome(
+                running, "succeeded", to_json(value), duration=time.monotonic() - started
+            )
+        except BaseException as raised:
+            error = raised
+            if deadline.expired():
+                error = JobTimedOut(f"Timed out after {running.job.timeout_seconds} s.")
+            return failure(running, task, error, started)
+
+    def _start(self, running: Running, task: Task) -> JobContext:
+        running.started_at = time.monotonic()
+        job = running.job
+        running.result = build_result(job, task_for_job(task, job), self.backend_alias)
+        return JobContext(task_result=running.result, cancel_event=running.cancel_event)
+
+
+def close_dead_connections() -> None:
+    """Close this thread's connections that died since its last job, before the task runs.
+
+    A job thread keeps its connection between jobs (CONN_MAX_AGE), and the server may have
+    dropped it meanwhile (a restart, ``KILL``, ``wait_timeout``): without this check the next
+    task's first query fails and spends an attempt. One ping per job, only on threads that
+    hold a connection (what CONN_HEALTH_CHECKS does for a request).
+    """
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and not connection.is_usable():
+            connection.close()
+
+
+def failure(running: Running, task: Task | None, error: BaseException, started: float) -> Outcome:
+    """Return the outcome of a failed attempt: cancelled, retried or failed for good."""
+    duration = time.monotonic() - started
+    record = error_record(error)
+    if isinstance(error, JobCancelled) or running.cancel_event.is_set():
+        return Outcome(running, "cancelled", error=record, duration=duration, exception=error)
+    retry_in = None
+    if not isinstance(error, NOT_RETRIED):
+        retry_in = retry_delay(running.job, getattr(task, "retry_backoff", None))
+    status = "failed" if retry_in is None else "retry"
+    return Outcome(
+        running, status, error=record, retry_in=retry_in, duration=duration, exception=error
+    )
+
+
+def timed_out(running: Running, task: Task | None) -> Outcome:
+    """Return the outcome of a sync attempt that outlived its timeout (its thread runs on)."""
+    job = running.job
+    message = f"Job {job.pk} ran longer than its timeout of {job.timeout_seconds} s."
+    retry_in = retry_delay(job, getattr(task, "retry_backoff", None))
+    return Outcome(
+        running,
+        "failed" if retry_in is None else "retry",
+        error=message_record(JobTimedOut, message),
+        retry_in=retry_in,
+        duration=time.monotonic() - (running.started_at or time.monotonic()),
+        exception=JobTimedOut(message),
+    )
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
+
+
+def to_json(value: Any) -> Any:
+    """Return a task's return value as plain JSON, or raise InvalidReturnValue."""
+    try:
+        normalized = normalize_json(value)
+        json.dumps(normalized, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidReturnValue(
+            f"The task returned a {type(value).__qualname__}, which cannot be stored as JSON "
+            f"({error}). Return None, a bool, a number, a string, or lists and dicts of them; "
+            "the attempt is not retried, since running the task again would return the same."
+        ) from error
+    return normalized
+
+
+def _arguments(task: Task, context: JobContext, job: Job) -> list[Any]:
+    # A row written behind the backend's back must not run with arguments nobody gave it
+    # (list() of an object would pass its keys).
+    if not isinstance(job.args, list) or not isinstance(job.kwargs, dict):
+        raise InvalidPayload(
+            f"Job {job.pk} has args of type {type(job.args).__name__} and kwargs of type "
+            f"{type(job.kwargs).__name__}: a JSON array and a JSON object are expected."
+        )
+    return [context, *job.args] if task.takes_context else list(job.args)
+
+
+def _transactional(task: Task) -> bool:
+    return bool(getattr(task, "transactional", False))

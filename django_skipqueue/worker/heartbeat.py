@@ -1,0 +1,88 @@
+"""The workers table and the heartbeat: lease renewal, liveness, counters, per-minute rows."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Collection
+
+from django.db.models import F
+
+from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_skipqueue.models import Job, QueueMinute, WorkerProcess
+from django_skipqueue.monitoring.metrics import Metrics
+from django_skipqueue.worker.options import WorkerOptions
+
+#: Counters that the workers table has (claim_queries lives in QueueMinute only).
+ROW_COUNTERS = ("claimed", "succeeded", "failed", "retried", "reclaimed", "lost_leases")
+
+
+def register(
+    owner: str,
+    role: str,
+    options: WorkerOptions,
+    *,
+    supervisor: str | None = None,
+    wakeup_address: str | None = None,
+) -> None:
+    """Insert this process's row in the workers table (database clock)."""
+    WorkerProcess.objects.using(options.database).create(
+        owner=owner,
+        role=role,
+        supervisor=supervisor,
+        hostname=socket.gethostname()[:255],
+        pid=os.getpid(),
+        backend_alias=options.backend,
+        queues=list(options.queues),
+        threads=options.threads,
+        wakeup_address=wakeup_address,
+        started_at=DatabaseNow(),
+        last_heartbeat_at=DatabaseNow(),
+    )
+
+
+def beat(owner: str, using: str, metrics: Metrics) -> bool:
+    """Write liveness, counters and claim latency; return False if the row is gone."""
+    p50, p95 = metrics.claim_percentiles()
+    counters = {name: metrics.totals[name] for name in ROW_COUNTERS}
+    updated = (
+        WorkerProcess.objects.using(using)
+        .filter(owner=owner)
+        .update(last_heartbeat_at=DatabaseNow(), claim_p50_ms=p50, claim_p95_ms=p95, **counters)
+    )
+    write_minutes(owner, using, metrics)
+    return updated == 1
+
+
+def write_minutes(owner: str, using: str, metrics: Metrics) -> None:
+    """Write the per-queue, per-minute rows that changed (absolute values: idempotent)."""
+    for minute, queue_name, row in metrics.dirty_rows():
+        values = {**row.counts, "claim_latency_histogram": list(row.histogram)}
+        rows = QueueMinute.objects.using(using).filter(
+            minute=minute, queue_name=queue_name, owner=owner
+        )
+        if not rows.update(**values):
+            QueueMinute.objects.using(using).create(
+                minute=minute, queue_name=queue_name, owner=owner, **values
+            )
+        row.dirty = False
+    metrics.forget_old_minutes()
+
+
+def mark_stopped(owner: str, using: str) -> None:
+    WorkerProcess.objects.using(using).filter(owner=owner, stopped_at__isnull=True).update(
+        stopped_at=DatabaseNow()
+    )
+
+
+def renew(owner: str, using: str, ids: Collection[int], lease: float | None) -> dict[int, bool]:
+    """Extend the leases of the jobs ``owner`` holds with one UPDATE.
+
+    Returns the ids still held, each with its ``cancel_requested`` flag; an id missing from the
+    answer was taken over (its lease had expired), so its completion will be rejected.
+    """
+    if not ids:
+        return {}
+    held = Job.objects.using(using).held_by(owner).filter(pk__in=list(ids))
+    held.update(lease_until=DatabaseNowPlus(F("lease_seconds") if lease is None else lease))
+    return dict(held.values_list("pk", "cancel_requested"))

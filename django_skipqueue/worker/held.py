@@ -1,0 +1,204 @@
+"""Holdings: the jobs one worker process holds, and the outcomes waiting to be recorded.
+
+A job is held from its claim until its outcome is written: while a finished job's outcome
+waits for the next batch, its lease still needs renewing.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.db import Error
+
+from django_skipqueue import wakeup
+from django_skipqueue.db.transactions import retry_whole_transaction, short_transaction
+from django_skipqueue.models import Job
+from django_skipqueue.monitoring.metrics import Metrics
+from django_skipqueue.worker import heartbeat
+from django_skipqueue.worker import recording as outcomes
+from django_skipqueue.worker.executor import Outcome, Running
+from django_skipqueue.worker.lifecycle import log_outcome, send_finished
+
+logger = logging.getLogger("django_skipqueue.worker")
+T = TypeVar("T")
+
+
+class Holdings:
+    """Held jobs by id, plus timed-out ones whose threads run on, plus unrecorded outcomes."""
+
+    def __init__(self, owner: str, using: str, backend_alias: str, metrics: Metrics) -> None:
+        self.owner, self.using, self.backend_alias, self.metrics = (
+            owner, using, backend_alias, metrics,
+        )  # fmt: skip
+        self.held: dict[int, Running] = {}
+        #: Timed out: failed already, but still occupying a thread.
+        self.stuck: list[Running] = []
+        #: Claimed, never started, taken off the executor at shutdown: to be given back.
+        self.unstarted: list[Running] = []
+        self.finished: queue.SimpleQueue[tuple[Running, Outcome]] = queue.SimpleQueue()
+        self.unrecorded: list[Outcome] = []
+        #: Outcomes (by id()) whose last write failed: it may have committed all the same.
+        self.uncertain: set[int] = set()
+
+    def __len__(self) -> int:
+        """Slots in use: held jobs and threads still stuck in timed-out jobs."""
+        return len(self.held) + len(self.stuck)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.held or self.unrecorded or not self.finished.empty())
+
+    def hold(self, job: Job) -> Running:
+        running = self.held[job.pk] = Running(job)
+        return running
+
+    def on_done(self, running: Running, outcome: Outcome) -> None:
+        """Take an outcome from a job's thread (any thread)."""
+        self.finished.put((running, outcome))
+
+    def has_finished(self) -> bool:
+        """Tell whether outcomes wait to be collected (job threads hand them over any time)."""
+        return not self.finished.empty()
+
+    def just_started(self, age: float) -> bool:
+        """Tell whether jobs still run, each begun less than ``age`` seconds ago (or not yet)."""
+        back = {outcome.job.pk for outcome in self.unrecorded}
+        running = [running for pk, running in self.held.items() if pk not in back]
+        since = time.monotonic() - age
+        return bool(running) and all(r.started_at is None or r.started_at > since for r in running)
+
+    def collect(self) -> None:
+        while not self.finished.empty():
+            running, outcome = self.finished.get()
+            if not running.abandoned:
+                self.unrecorded.append(outcome)
+
+    def record(self, along: Callable[[], T] | None = None) -> T | None:
+        """Write the unrecorded outcomes in one transaction, with ``along`` (a claim) in it.
+
+        One commit then serves the finished jobs and the next claim: on a server where a
+        commit waits for the disk, that halves the commits a busy worker makes. If the
+        transaction fails, the outcomes stay unrecorded for the next turn.
+        """
+        batch = self.unrecorded
+        if not any(not outcome.recorded for outcome in batch):
+            answer = along() if along is not None else None
+            self._settled(batch)
+            return answer
+
+        def together() -> tuple[list[bool], T | None]:
+            with short_transaction(self.using):
+                return outcomes.write(batch), along() if along is not None else None
+
+        try:
+            written, answer = retry_whole_transaction(self.using, together)
+        except Error:
+            # The commit may have happened before the connection broke: check next time.
+            self.uncertain.update(id(outcome) for outcome in batch)
+            raise
+        outcomes.settle(batch, written)
+        wakeup.after_commit(self.using, outcomes.made_ready(batch))
+        self._recognise([o for o in batch if o.lost and id(o) in self.uncertain])
+        self.uncertain.difference_update(id(outcome) for outcome in batch)
+        self._settled(batch)
+        return answer
+
+    def _recognise(self, rejected: list[Outcome]) -> None:
+        """Outcomes rejected after a commit of unknown fate may be our own earlier write."""
+        for outcome, ours in zip(rejected, outcomes.already_written(rejected), strict=True):
+            outcome.lost = not ours
+
+    @property
+    def finishing(self) -> int:
+        """Held jobs whose outcome waits to be recorded: their slots free up at the next write."""
+        return sum(1 for outcome in self.unrecorded if outcome.job.pk in self.held)
+
+    def _settled(self, batch: list[Outcome]) -> None:
+        self.unrecorded = self.unrecorded[len(batch) :]
+        for outcome in batch:
+            self.held.pop(outcome.job.pk, None)
+            self._account(outcome)
+
+    def _account(self, outcome: Outcome) -> None:
+        queue_name = outcome.job.queue_name
+        if outcome.lost:
+            self.metrics.count(queue_name, "lost_leases")
+        elif outcome.status in ("succeeded", "failed", "retry"):
+            counter = "retried" if outcome.status == "retry" else outcome.status
+            self.metrics.count(queue_name, counter)
+        log_outcome(outcome, self.owner)
+        if not outcome.lost:
+            send_finished(outcome, self.backend_alias)
+
+    def abandon(self, running: Running, outcome: Outcome) -> None:
+        """Give up on a job past its timeout: record ``outcome``, ignore what its thread says."""
+        running.abandoned = True
+        del self.held[running.job.pk]
+        self.stuck.append(running)
+        self.unrecorded.append(outcome)
+
+    def overdue(self) -> list[Running]:
+        """Return the thread-run jobs that have outlived their timeout."""
+        now = time.monotonic()
+        return [running for running in self.held.values() if _deadline(running) < now]
+
+    def deadlines(self) -> list[float]:
+        return [_deadline(running) for running in self.held.values()]
+
+    def renew(self, lease: float | None) -> None:
+        """Renew every held lease in one UPDATE; flag lost leases and requested cancels."""
+        flags = heartbeat.renew(self.owner, self.using, list(self.held), lease)
+        for pk, running in self.held.items():
+            if pk not in flags and not running.lease_lost:
+                running.lease_lost = True
+                logger.warning("lease lost job=%s worker=%s", pk, self.owner)
+            elif flags.get(pk):
+                running.cancel_event.set()
+
+    def shortest_lease(self, default: float) -> float:
+        return min([float(r.job.lease_seconds) for r in self.held.values()], default=default)
+
+    def unstart(self) -> None:
+        """Take claimed jobs that have not started off the executor, to be given back.
+
+        A coroutine's future can be cancelled while it runs: only one not begun is taken.
+        """
+        for pk, running in list(self.held.items()):
+            future = running.future
+            if running.started_at is None and future is not None and future.cancel():
+                self.unstarted.append(self.held.pop(pk))
+
+    def give_back_all(self, reason: str) -> tuple[int, int]:
+        """Give back every held job as the process stops; return (released, interrupted).
+
+        A job that never started goes back without spending its attempt. One that started
+        may have done part of its work: its attempt is recorded as interrupted.
+        """
+        self.unstart()
+        never_started = [running.job for running in self.unstarted]
+        started = [running.job for running in self.held.values()]
+        released = outcomes.release(never_started, self.using)
+        interrupted = outcomes.interrupt(started, self.using, reason)
+        self.held.clear()
+        self.unstarted.clear()
+        return released, interrupted
+
+    def release_strays(self) -> None:
+        """Give back claims this process made but never learned of (a claim cut off mid-way)."""
+        mine = Job.objects.using(self.using).held_by(self.owner)
+        strays = list(mine.exclude(pk__in=list(self.held)))
+        if strays:
+            logger.warning("released unknown claims jobs=%s worker=%s", len(strays), self.owner)
+            outcomes.release(strays, self.using)
+
+
+def _deadline(running: Running) -> float:
+    """When a thread-run job times out (the event loop times coroutines out itself)."""
+    limit = running.job.timeout_seconds
+    if not limit or running.started_at is None or running.on_loop:
+        return float("inf")
+    return running.started_at + limit

@@ -1,0 +1,303 @@
+"""Worker: one process's loop of claim, run, record, renew.
+
+The main thread owns every queue query (claims, batched completions, the heartbeat) on one
+connection; job code runs on the executor's threads or its event loop and hands back outcomes.
+The loop sleeps only in :class:`~django_skipqueue.wakeup.Waker`, so a finished job, a signal or
+a wake-up datagram ends the sleep at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+
+from django.db import Error, close_old_connections
+
+from django_skipqueue.conf import get_settings
+from django_skipqueue.exceptions import JobCancelled
+from django_skipqueue.models import Job
+from django_skipqueue.models.worker import WorkerRole
+from django_skipqueue.monitoring.metrics import Metrics
+from django_skipqueue.retries import message_record
+from django_skipqueue.tasks import resolve_task
+from django_skipqueue.wakeup import Waker
+from django_skipqueue.worker import heartbeat
+from django_skipqueue.worker.claimer import Claimer
+from django_skipqueue.worker.executor import Executor, Outcome, Running, timed_out
+from django_skipqueue.worker.held import Holdings
+from django_skipqueue.worker.lifecycle import (
+    DatabaseBackoff,
+    clock_offset,
+    connections_kept_open,
+    resident_megabytes,
+)
+from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
+from django_skipqueue.worker.stopping import GRACEFUL, IMMEDIATE, Stopping
+
+logger = logging.getLogger("django_skipqueue.worker")
+
+#: Shortest heartbeat interval: leases shorter than three times this are not supported.
+MIN_HEARTBEAT_SECONDS = 0.2
+#: Longest wait, before a claim, for jobs that began less than twice this long ago.
+BATCH_FILL_SECONDS = 0.001
+
+
+class Worker:
+    """Claim jobs into free slots, run them, record outcomes, keep leases alive."""
+
+    def __init__(
+        self,
+        options: WorkerOptions,
+        *,
+        owner: str,
+        supervisor: str | None = None,
+        parent_pid: int | None = None,
+    ) -> None:
+        self.options, self.owner, self.using = options, owner, options.database
+        self.supervisor, self.parent_pid = supervisor, parent_pid
+        self.waker = Waker(get_settings().WAKEUP_HOST if options.wakeup else None)
+        self.metrics = Metrics()
+        self.jobs = Holdings(owner, self.using, options.backend, self.metrics)
+        self.executor = Executor(options.threads, options.backend, self.using, self._on_done)
+        self.claimer = Claimer(options, owner, self.metrics)
+        self.db_backoff = DatabaseBackoff(self.using)
+        self.stopping = Stopping(self.waker.poke)
+        self.started_jobs = self.released = self.interrupted = 0
+        self.next_beat_at = 0.0
+        self.reconcile = False
+        self.born = time.monotonic()
+
+    @property
+    def exit_code(self) -> int:
+        return self.stopping.exit_code
+
+    @property
+    def stop_reason(self) -> str:
+        return self.stopping.reason
+
+    def run(self) -> int:
+        """Work until stopped (signal, burst drained, recycle); return the exit code."""
+        try:
+            with self.stopping.signals_handled(), connections_kept_open():
+                if self._start():
+                    try:
+                        while not self._done():
+                            self._step()
+                    finally:
+                        self._finish()
+        finally:
+            self.waker.close()
+        return self.exit_code
+
+    # The loop.
+
+    def _start(self) -> bool:
+        """Register in the workers table, retrying while the database is unreachable."""
+        while not self.stopping.requested:
+            try:
+                self.metrics.clock_offset = clock_offset(self.using)
+                self._register()
+                self._schedule_beat()
+                logger.info("worker started worker=%s wakeup=%s", self.owner, self.waker.address)
+                return True
+            except Error as error:
+                self._database_trouble(error)
+            self._handle_signals()
+        return False
+
+    def _register(self) -> None:
+        heartbeat.register(
+            self.owner, WorkerRole.WORKER, self.options,
+            supervisor=self.supervisor, wakeup_address=self.waker.address,
+        )  # fmt: skip
+
+    def _step(self) -> None:
+        self._handle_signals()
+        try:
+            close_old_connections()
+            self.jobs.collect()
+            if self.reconcile:
+                self.jobs.release_strays()
+                self.reconcile = False
+            self._check_health()
+            if time.monotonic() >= self.next_beat_at:
+                self._beat()
+            if self._claim_due():
+                self._let_batch_fill()
+                self._record_and_claim()
+            else:
+                self.jobs.record()
+            self.db_backoff.reset()
+        except Error as error:
+            self._database_trouble(error)
+            return
+        self._sleep()
+
+    def _done(self) -> bool:
+        stopping = self.stopping
+        if not stopping.requested:
+            return False
+        return stopping.mode == IMMEDIATE or not self.jobs.busy or stopping.overdue
+
+    def _sleep(self) -> None:
+        # A pending signal's poke may have been drained by a short wait (_let_batch_fill).
+        if self.jobs.unrecorded or self.stopping.signals or self._done():
+            return
+        now, free = time.monotonic(), self._free_slots()
+        until = [self.next_beat_at, self.stopping.deadline, *self.jobs.deadlines()]
+        listen = not self.stopping.requested and free > 0
+        if listen:
+            until.append(self.claimer.next_claim_at)
+        timeout = min(until) - now
+        heard = self.waker.wait(timeout, listen=listen, ready=self.jobs.has_finished)
+        self.claimer.wake(heard)
+
+    # Claims.
+
+    def _free_slots(self, finishing: int = 0) -> int:
+        """Slots free now (plus ``finishing``: those whose outcomes are being recorded)."""
+        free = self.options.threads - len(self.jobs) + finishing
+        if self.options.max_jobs is not None:
+            free = min(free, self.options.max_jobs - self.started_jobs)
+        return free
+
+    def _claim_due(self) -> bool:
+        free = self._free_slots(self.jobs.finishing)
+        return not self.stopping.requested and free > 0 and self.claimer.due()
+
+    def _let_batch_fill(self) -> None:
+        """Wait up to BATCH_FILL_SECONDS for jobs that began moments ago to finish as well.
+
+        Short jobs started by one claim finish nearly together, and the first one back would
+        otherwise take a transaction of its own (record one, claim one): batches then average
+        below the pool's size. One transaction for all of them saved about 0.08 ms of CPU per
+        no-op job, worker and database together, at 4 threads. Only while jobs queue up (the
+        last claim was full) and a finished job is what woke the loop: a wake-up for new work
+        on a quiet queue claims at once. A job that has run longer than 2 x BATCH_FILL_SECONDS
+        is not waited for, nor is anything once a signal came.
+        """
+        if not (self.claimer.backlogged and self.jobs.finishing):
+            return
+        deadline = time.monotonic() + BATCH_FILL_SECONDS
+        while self.jobs.just_started(2 * BATCH_FILL_SECONDS) and not self.stopping.signals:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.waker.wait(left, listen=False, ready=self.jobs.has_finished)
+            self.jobs.collect()
+
+    def _record_and_claim(self) -> None:
+        """Record what finished and claim into the free slots, with one commit for both."""
+        wanted = self._free_slots(self.jobs.finishing)
+        claimed = self.claimer.claim(wanted, self.jobs.record)
+        for job in claimed:
+            self._start_job(job)
+        if claimed:
+            self._schedule_beat(sooner_only=True)
+        drained = self.options.burst and not claimed and not self.jobs.busy
+        if drained and not self.claimer.due_soon():
+            self._request_stop(GRACEFUL, "drained")
+
+    def _start_job(self, job: Job) -> None:
+        running = self.jobs.hold(job)
+        self.started_jobs += 1
+        if job.cancel_requested:
+            error = message_record(JobCancelled, f"Job {job.pk} was cancelled before it started.")
+            self.jobs.unrecorded.append(Outcome(running, "cancelled", error=error))
+            return
+        try:
+            task = resolve_task(job.task_path)
+        except Exception as error:
+            self.executor.fail_unstarted(running, error)
+            return
+        self.executor.submit(running, task)
+
+    def _on_done(self, running: Running, outcome: Outcome) -> None:
+        """Called on the job's thread: hand the outcome to the main loop."""
+        self.jobs.on_done(running, outcome)
+        self.waker.nudge()
+
+    # Leases and health.
+
+    def _beat(self) -> None:
+        self.jobs.renew(self.options.lease)
+        if not heartbeat.beat(self.owner, self.using, self.metrics):
+            logger.warning("workers row missing, registering again worker=%s", self.owner)
+            self._register()
+        self._schedule_beat()
+
+    def _schedule_beat(self, *, sooner_only: bool = False) -> None:
+        """Plan the next heartbeat: every HEARTBEAT_SECONDS, or a third of the shortest lease."""
+        beat = get_settings().HEARTBEAT_SECONDS
+        interval = min(beat, (self.options.lease or self.jobs.shortest_lease(beat * 3)) / 3)
+        due = time.monotonic() + max(interval, MIN_HEARTBEAT_SECONDS)
+        self.next_beat_at = min(due, self.next_beat_at) if sooner_only else due
+
+    def _check_health(self) -> None:
+        for running in self.jobs.overdue():
+            self._abandon(running)
+        if self.parent_pid is not None and os.getppid() != self.parent_pid:
+            self._request_stop(GRACEFUL, "supervisor gone")
+        limit_mb = self.options.max_memory_mb
+        memory = resident_megabytes() if limit_mb is not None else None
+        if limit_mb is not None and memory is not None and memory > limit_mb:
+            self._request_stop(GRACEFUL, f"memory {memory:.0f} MiB", RECYCLE_EXIT_CODE)
+        if self.options.max_jobs is not None and self.started_jobs >= self.options.max_jobs:
+            self._request_stop(GRACEFUL, "max jobs", RECYCLE_EXIT_CODE)
+
+    def _abandon(self, running: Running) -> None:
+        """Fail a thread-run job past its timeout; a thread cannot be killed, so recycle."""
+        task = None
+        with contextlib.suppress(Exception):  # only the retry backoff comes from it
+            task = resolve_task(running.job.task_path)
+        self.jobs.abandon(running, timed_out(running, task))
+        self._request_stop(GRACEFUL, f"job {running.job.pk} timed out", RECYCLE_EXIT_CODE)
+
+    def _database_trouble(self, error: Error) -> None:
+        delay = self.db_backoff.failed(error)
+        self.reconcile = True
+        self.waker.wait(delay, listen=False)
+
+    # Stopping.
+
+    def _handle_signals(self) -> None:
+        for mode, name in self.stopping.received():
+            self._request_stop(mode, name)
+
+    def _request_stop(self, mode: str, reason: str, exit_code: int = 0) -> None:
+        within = 0.0 if mode == IMMEDIATE else self.options.grace
+        if not self.stopping.request(mode, reason, within=within, exit_code=exit_code):
+            return
+        if mode == GRACEFUL:
+            self.jobs.unstart()
+        if reason != "drained":
+            logger.info("worker stopping mode=%s reason=%s worker=%s", mode, reason, self.owner)
+
+    def _stop_cause(self) -> str:
+        """Why jobs still running are cut short: an immediate stop, or the grace ran out."""
+        if self.stopping.mode == IMMEDIATE:
+            return f"immediate stop, {self.stop_reason}"
+        return f"grace of {self.options.grace:g} s over, {self.stop_reason}"
+
+    def _finish(self) -> None:
+        """Record what finished, give back what did not, and leave the workers table."""
+        try:
+            self.jobs.collect()
+            self.jobs.record()
+            self.released, self.interrupted = self.jobs.give_back_all(self._stop_cause())
+            heartbeat.beat(self.owner, self.using, self.metrics)
+            heartbeat.mark_stopped(self.owner, self.using)
+        except Error:
+            logger.exception("could not record the final state worker=%s", self.owner)
+        self.executor.shutdown()
+        totals = self.metrics.totals
+        logger.info(
+            "worker stopped worker=%s reason=%s claimed=%s succeeded=%s failed=%s retried=%s "
+            "lost_leases=%s released=%s interrupted=%s uptime_s=%.1f exit=%s",
+            self.owner, self.stop_reason, totals["claimed"], totals["succeeded"],
+            totals["failed"], totals["retried"], totals["lost_leases"], self.released,
+            self.interrupted,
+            time.monotonic() - self.born, self.exit_code,
+        )  # fmt: skip

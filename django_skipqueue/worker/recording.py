@@ -1,0 +1,213 @@
+"""Record how attempts ended: fenced transitions, batched into one transaction where safe.
+
+Batching is safe for outcomes whose attempt is over: each UPDATE is fenced on its own (id,
+owner, attempt), so one transaction for several of them changes nothing about who wins; it only
+saves a commit per job. Transactional tasks are the exception: they commit their completion
+with their own writes, inside the job (see executor.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+from django.tasks import TaskResult
+from django.utils import timezone
+
+from django_skipqueue import completions, transitions, wakeup
+from django_skipqueue.db.transactions import retry_whole_transaction, short_transaction
+from django_skipqueue.exceptions import WorkerDied, WorkerStopped
+from django_skipqueue.models import Job, JobStatus
+from django_skipqueue.results import build_result, task_for_job, update_result
+from django_skipqueue.retries import message_record
+from django_skipqueue.tasks import resolve_task
+from django_skipqueue.worker.executor import Outcome
+
+logger = logging.getLogger("django_skipqueue.outcomes")
+
+#: The job status an outcome leaves behind (a retry is READY or SCHEDULED, see below).
+FINAL_STATUS = {
+    "succeeded": JobStatus.SUCCEEDED,
+    "failed": JobStatus.FAILED,
+    "cancelled": JobStatus.CANCELLED,
+}
+
+
+def record(outcomes: Sequence[Outcome], using: str) -> None:
+    """Write every unrecorded outcome in one transaction; mark those the fence rejected."""
+    if any(not outcome.recorded for outcome in outcomes):
+
+        def batch() -> list[bool]:
+            with short_transaction(using):
+                return write(outcomes)
+
+        settle(outcomes, retry_whole_transaction(using, batch))
+
+
+def write(outcomes: Sequence[Outcome]) -> list[bool]:
+    """Apply the unrecorded outcomes' fenced transitions in the caller's transaction.
+
+    Returns, for each of them, whether the fence let it through; pass that to :func:`settle`
+    once the transaction has committed.
+    """
+    todo = [outcome for outcome in outcomes if not outcome.recorded]
+    return _transitions(todo) if todo else []
+
+
+def settle(outcomes: Sequence[Outcome], written: Sequence[bool]) -> None:
+    """Mark outcomes recorded after their transaction committed (``written`` from write())."""
+    todo = [outcome for outcome in outcomes if not outcome.recorded]
+    for outcome, ok in zip(todo, written, strict=True):
+        outcome.recorded, outcome.lost = True, not ok
+
+
+def made_ready(outcomes: Sequence[Outcome]) -> set[str]:
+    """Return the queues where a recorded outcome made its job ready again at once."""
+    return {
+        outcome.job.queue_name
+        for outcome in outcomes
+        if outcome.status == "retry" and not outcome.retry_in and not outcome.lost
+    }
+
+
+def already_written(rejected: Sequence[Outcome]) -> list[bool]:
+    """Tell, for outcomes the fence rejected, which the row already holds as written by us.
+
+    After a connection broke during COMMIT, the commit may have happened: retrying the write
+    then meets a row that is no longer claimed. It is ours if it holds this very outcome at
+    this attempt (a success keeps its owner; a failure ends with our error record), and not
+    another worker's or the reaper's (which records LeaseExpired).
+    """
+    if not rejected:
+        return []
+    using = rejected[0].job._state.db or "default"
+    fields = ("pk", "status", "owner", "attempts", "errors", "worker_ids")
+    rows = Job.objects.using(using).filter(pk__in=[o.job.pk for o in rejected]).values(*fields)
+    by_id = {row["pk"]: row for row in rows}
+    return [_is_ours(outcome, by_id.get(outcome.job.pk)) for outcome in rejected]
+
+
+def _is_ours(outcome: Outcome, row: dict[str, Any] | None) -> bool:
+    job = outcome.job
+    if row is None or row["attempts"] != job.attempts or row["status"] == JobStatus.CLAIMED:
+        return False
+    if outcome.status == "succeeded":
+        return bool(row["status"] == JobStatus.SUCCEEDED and row["owner"] == job.owner)
+    errors, workers = row["errors"] or [], row["worker_ids"] or []
+    return bool(errors and errors[-1] == outcome.error and workers[-1:] == [job.owner])
+
+
+def _transitions(todo: Sequence[Outcome]) -> list[bool]:
+    """Apply every outcome's fenced transition; all the successes in one UPDATE."""
+    successes = [outcome for outcome in todo if outcome.status == "succeeded"]
+    written = completions.succeed_many(
+        [outcome.job for outcome in successes], [outcome.return_value for outcome in successes]
+    )
+    won = {id(outcome): ok for outcome, ok in zip(successes, written, strict=True)}
+    return [won[id(outcome)] if id(outcome) in won else _transition(outcome) for outcome in todo]
+
+
+def _transition(outcome: Outcome) -> bool:
+    job, error = outcome.job, outcome.error or {}
+    if outcome.status == "succeeded":
+        return transitions.succeed(job, outcome.return_value)
+    if outcome.status == "cancelled":
+        return transitions.cancel_running(job, error)
+    return transitions.fail(job, error, retry_in=outcome.retry_in)
+
+
+def finished_result(outcome: Outcome, backend_alias: str) -> TaskResult | None:
+    """Return the TaskResult after a recorded outcome (for ``task_finished``), if it resolves.
+
+    An attempt that started has its TaskResult already (the one ``task_started`` carried): it
+    is brought up to date in place, as Django's ImmediateBackend does, rather than built
+    again. An attempt that never started (cancelled first, or its task path names no task)
+    gets a new one.
+    """
+    job = _as_recorded(outcome)
+    if outcome.running.result is not None:
+        return update_result(outcome.running.result, job)
+    try:
+        task = resolve_task(job.task_path)
+    except Exception:
+        return None
+    return build_result(job, task_for_job(task, job), backend_alias)
+
+
+def _as_recorded(outcome: Outcome) -> Job:
+    """Update the in-memory job the way its fenced transition updated the row."""
+    job = outcome.job
+    job.worker_ids = [*job.worker_ids, job.owner]
+    if outcome.error is not None:
+        job.errors = [*job.errors, outcome.error]
+    if outcome.status in FINAL_STATUS:
+        job.status, job.finished_at = FINAL_STATUS[outcome.status], timezone.now()
+        job.return_value = outcome.return_value
+    else:
+        job.status = JobStatus.SCHEDULED if outcome.retry_in else JobStatus.READY
+    return job
+
+
+def release(jobs: Sequence[Job], using: str) -> int:
+    """Give held jobs back to the queue without spending their attempt; return how many."""
+    if not jobs:
+        return 0
+
+    def batch() -> int:
+        with transaction.atomic(using=using):
+            wakeup.after_commit(using, {job.queue_name for job in jobs})
+            return sum(transitions.release(job) for job in jobs)
+
+    return retry_whole_transaction(using, batch)
+
+
+def interrupt(jobs: Sequence[Job], using: str, reason: str) -> int:
+    """Record the running attempts a stopping worker cuts short; return how many."""
+    if not jobs:
+        return 0
+
+    def batch() -> int:
+        with transaction.atomic(using=using):
+            wakeup.after_commit(using, {job.queue_name for job in jobs})
+            return sum(transitions.interrupt(job, _stopped(job, reason)) for job in jobs)
+
+    return retry_whole_transaction(using, batch)
+
+
+def _stopped(job: Job, reason: str) -> dict[str, str]:
+    return message_record(
+        WorkerStopped,
+        f"Worker {job.owner} stopped ({reason}) during attempt {job.attempts}.",
+    )
+
+
+def reclaim(owner: str, using: str, reason: str) -> list[Job]:
+    """Take back every job a dead worker process held; return the jobs taken.
+
+    The attempt it was running is spent (the job may be what killed it), so a job that
+    keeps killing its process ends ``failed`` after ``max_attempts``; the others are ready
+    again at once. Each UPDATE is fenced on the dead owner and its attempt.
+    """
+    held = list(Job.objects.using(using).held_by(owner))
+    taken = [job for job in held if _reclaim_one(job, reason)]
+    ready = {job.queue_name for job in taken if job.attempts < job.max_attempts}
+    wakeup.after_commit(using, ready)
+    for job in taken:
+        logger.warning(
+            "job=%s task=%s queue=%s attempt=%s status=%s worker=%s reason=%s",
+            job.pk, job.task_path, job.queue_name, job.attempts,
+            "failed" if job.attempts >= job.max_attempts else "ready", owner, reason,
+        )  # fmt: skip
+    return taken
+
+
+def _reclaim_one(job: Job, reason: str) -> bool:
+    error = message_record(
+        WorkerDied, f"Worker {job.owner} died ({reason}) during attempt {job.attempts}."
+    )
+    retry_in = None if job.attempts >= job.max_attempts else 0.0
+    return retry_whole_transaction(
+        job._state.db or "default", lambda: transitions.fail(job, error, retry_in=retry_in)
+    )

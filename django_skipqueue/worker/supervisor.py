@@ -1,0 +1,270 @@
+"""Supervisor: fork the worker processes, replace the ones that die, run maintenance, stop cleanly.
+
+Signals: SIGTERM or SIGINT stop gracefully (each worker finishes its running jobs within
+``--grace`` seconds, gives back the rest and exits 0); a second one, or SIGQUIT, stops at once
+(workers give back everything they hold and exit). Workers run in their own process groups, so a
+terminal's Ctrl-C reaches the supervisor alone, which then decides for all of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import NoReturn, Protocol, TypeVar
+
+from django.db import Error, connections
+
+from django_skipqueue import __version__
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.outage import is_unreachable, outage
+from django_skipqueue.models.worker import WorkerRole
+from django_skipqueue.monitoring.metrics import Metrics
+from django_skipqueue.wakeup import Waker
+from django_skipqueue.worker import heartbeat
+from django_skipqueue.worker import recording as outcomes
+from django_skipqueue.worker.loop import Worker
+from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
+from django_skipqueue.worker.owner import new_token, owner_id
+from django_skipqueue.worker.stopping import IMMEDIATE, STOP_SIGNALS, Stopping
+from django_skipqueue.worker.summary import log_summary
+
+logger = logging.getLogger("django_skipqueue.supervisor")
+T = TypeVar("T")
+
+#: Seconds the supervisor waits past ``--grace`` before it kills a worker that did not stop.
+GRACE_MARGIN = 3.0
+#: Seconds workers get to give their jobs back after SIGQUIT before they are killed.
+IMMEDIATE_WAIT = 3.0
+#: A worker that lived this long before dying is not "crashing": its restart is not delayed.
+STABLE_SECONDS = 60.0
+
+
+class MaintenanceLoop(Protocol):
+    """What the supervisor runs between its checks: promotion, reaping, purging."""
+
+    def run_due(self) -> float:
+        """Run the steps that are due; return the seconds until the next one is."""
+        ...
+
+
+def default_maintenance(using: str, runner: str) -> MaintenanceLoop | None:
+    """Return the maintenance loop of ``django_skipqueue.maintenance.loop``, if installed."""
+    try:
+        module = importlib.import_module("django_skipqueue.maintenance.loop")
+    except ImportError:
+        return None
+    loop: MaintenanceLoop = module.Maintenance(using, runner=runner)
+    return loop
+
+
+@dataclass
+class Child:
+    """A forked worker process: its slot (for restarts), pid, owner id and start time."""
+
+    slot: int
+    pid: int
+    owner: str
+    born: float
+
+
+class Supervisor:
+    """Run ``processes`` worker processes until told to stop (or, in burst mode, drained)."""
+
+    def __init__(
+        self,
+        options: WorkerOptions,
+        *,
+        processes: int = 1,
+        maintenance: MaintenanceLoop | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.options, self.processes, self.maintenance = options, processes, maintenance
+        self.owner, self.using = owner or owner_id(), options.database
+        self.waker = Waker(None)
+        self.metrics = Metrics()
+        self.children: dict[int, Child] = {}
+        self.restarts: dict[int, float] = {}
+        self.crashes: dict[int, int] = {}
+        self.dead: list[tuple[str, str]] = []
+        self.stopping = Stopping(self.waker.poke)
+        self.spawned = self.killed = 0
+        self.next_beat_at = 0.0
+        self.began = time.monotonic()
+
+    def run(self) -> int:
+        """Supervise until every worker is gone; return the exit code for the command."""
+        with self.stopping.signals_handled((*STOP_SIGNALS, signal.SIGCHLD)):
+            return self._supervise()
+
+    def _supervise(self) -> int:
+        self._database(lambda: heartbeat.register(self.owner, WorkerRole.SUPERVISOR, self.options))
+        logger.info(
+            "runworkers starting version=%s supervisor=%s processes=%s %s",
+            __version__, self.owner, self.processes, self.options.describe(),
+        )  # fmt: skip
+        for slot in range(self.processes):
+            self._spawn(slot)
+        while self.children or self.restarts:
+            self._turn()
+        self._reclaim()  # once more, in case the database was down at the last exit
+        self._database(lambda: heartbeat.mark_stopped(self.owner, self.using))
+        log_summary(self)
+        return 1 if self.killed else 0
+
+    def _turn(self) -> None:
+        self._handle_signals()
+        self._reap_children()
+        self._reclaim()
+        self._restart_due()
+        self._kill_after_deadline()
+        wait = self._maintain()
+        if time.monotonic() >= self.next_beat_at:
+            self._database(lambda: heartbeat.beat(self.owner, self.using, self.metrics))
+            self.next_beat_at = time.monotonic() + get_settings().HEARTBEAT_SECONDS
+        now = time.monotonic()
+        until = [now + wait, self.next_beat_at, self.stopping.deadline, *self.restarts.values()]
+        self.waker.wait(min(until) - now, listen=False)
+
+    # Children.
+
+    def _spawn(self, slot: int) -> None:
+        token = new_token()
+        connections.close_all()  # a child must never share the parent's database socket
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            self._child(token)
+        self.children[pid] = Child(slot, pid, owner_id(token, pid=pid), time.monotonic())
+        self.spawned += 1
+
+    def _child(self, token: str) -> NoReturn:
+        code = 1
+        try:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signals = self.stopping.signals
+            del signals[:]  # the worker's handlers take over this list (shared: no gap)
+            self.waker.close()
+            os.setpgid(0, 0)
+            worker = Worker(
+                self.options, owner=owner_id(token), supervisor=self.owner, parent_pid=os.getppid()
+            )
+            worker.stopping.signals = signals
+            code = worker.run()
+        except BaseException:
+            logger.exception("worker process failed")
+        finally:
+            logging.shutdown()
+            os._exit(code)
+
+    def _reap_children(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            child = self.children.pop(pid, None)
+            if child is not None:
+                self._after_exit(child, os.waitstatus_to_exitcode(status))
+
+    def _after_exit(self, child: Child, code: int) -> None:
+        reason = f"exit {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
+        self.dead.append((child.owner, reason))
+        lived = time.monotonic() - child.born
+        if self.stopping.requested or (code == 0 and self.options.burst):
+            logger.info("worker exited worker=%s reason=%s", child.owner, reason)
+            return
+        crashes = 0 if code in (0, RECYCLE_EXIT_CODE) or lived > STABLE_SECONDS else (
+            self.crashes.get(child.slot, 0) + 1
+        )  # fmt: skip
+        self.crashes[child.slot] = crashes
+        delay = min(get_settings().RESTART_BACKOFF_MAX, 0.5 * 2 ** (crashes - 1)) if crashes else 0
+        self.restarts[child.slot] = time.monotonic() + delay
+        log = logger.info if code in (0, RECYCLE_EXIT_CODE) else logger.warning
+        log("worker exited worker=%s reason=%s restart_in=%.1f", child.owner, reason, delay)
+
+    def _reclaim(self) -> None:
+        """Take back what dead workers held, at once (retried while the database is down)."""
+        while self.dead:
+            owner, reason = self.dead[0]
+            taken = self._database(partial(outcomes.reclaim, owner, self.using, reason))
+            if taken is None:
+                return
+            for job in taken:
+                self.metrics.count(job.queue_name, "reclaimed")
+            self._database(partial(heartbeat.mark_stopped, owner, self.using))
+            self.dead.pop(0)
+
+    def _restart_due(self) -> None:
+        now = time.monotonic()
+        for slot, due in list(self.restarts.items()):
+            if due <= now and not self.stopping.requested:
+                del self.restarts[slot]
+                self._spawn(slot)
+
+    # Stopping.
+
+    def _handle_signals(self) -> None:
+        for mode, name in self.stopping.received():
+            if mode == IMMEDIATE:
+                self._stop(mode, name, signal.SIGQUIT, IMMEDIATE_WAIT)
+            else:
+                self._stop(mode, name, signal.SIGTERM, self.options.grace + GRACE_MARGIN)
+
+    def _stop(self, mode: str, reason: str, forward: int, within: float) -> None:
+        self.stopping.request(mode, reason, within=within)
+        logger.info("runworkers stopping mode=%s signal=%s", mode, reason)
+        self.restarts.clear()
+        for pid in self.children:
+            self._send(pid, forward)
+
+    def _kill_after_deadline(self) -> None:
+        if self.children and self.stopping.overdue:
+            for pid, child in self.children.items():
+                logger.warning("worker did not stop in time, killing worker=%s", child.owner)
+                self._send(pid, signal.SIGKILL)
+                self.killed += 1
+            self.stopping.deadline = time.monotonic() + IMMEDIATE_WAIT
+
+    @staticmethod
+    def _send(pid: int, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):  # already gone; waitpid will tell
+            os.kill(pid, signum)
+
+    # Database work that must not kill the supervisor.
+
+    def _maintain(self) -> float:
+        if self.maintenance is None:
+            return get_settings().HEARTBEAT_SECONDS
+        try:  # the loop reports its own outcome to the outage log
+            return self.maintenance.run_due()
+        except Error as error:
+            self._database_failed(error)
+            return 1.0
+
+    def _database(self, work: Callable[[], T]) -> T | None:
+        try:
+            done = work()
+        except Error as error:
+            self._database_failed(error)
+            return None
+        outage(self.using).recovered()
+        return done
+
+    def _database_failed(self, error: Error) -> None:
+        if is_unreachable(error):
+            outage(self.using).failed(error)
+        else:
+            logger.warning("supervisor database error=%r", error)
+        with contextlib.suppress(Error):
+            connections[self.using].close()

@@ -1,0 +1,1 @@
+"""Tests of what runs in the web process: the backend contract, enqueue, checks, pausing."""

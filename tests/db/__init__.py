@@ -1,0 +1,1 @@
+"""Tests of the database side: the claim and its index, short transactions, retries, inserts."""

@@ -1,0 +1,208 @@
+"""claim(): SKIP LOCKED with real connections, exclusivity under contention, order, fencing."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection, connections, transaction
+from django.utils import timezone
+
+from django_skipqueue import transitions
+from django_skipqueue.db.clock import DatabaseNowPlus
+from django_skipqueue.maintenance import reap as reaper
+from django_skipqueue.maintenance.promote import promote
+from django_skipqueue.managers import JobManager
+from django_skipqueue.models import Job, JobStatus
+from tests.support.tasks import echo, noop
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def enqueue_noops(backend, count: int) -> list[int]:
+    return [int(r.id) for r in backend.enqueue_many([(noop, [], {})] * count)]
+
+
+@pytest.mark.skip_locked
+def test_a_row_locked_by_another_connection_is_skipped(backend, close_thread_connections):
+    first, second = enqueue_noops(backend, 2)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_lock_on_first() -> None:
+        with transaction.atomic():
+            list(Job.objects.select_for_update().filter(pk=first))
+            locked.set()
+            release.wait(10)
+        connections.close_all()
+
+    holder = threading.Thread(target=hold_lock_on_first)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        claimed = Job.objects.claim(["default"], limit=2, owner="w1")
+        assert [job.pk for job in claimed] == [second]
+    finally:
+        release.set()
+        holder.join()
+    assert [job.pk for job in Job.objects.claim(["default"], limit=2, owner="w2")] == [first]
+
+
+def test_claim_marks_jobs_claimed_with_owner_lease_and_attempt(backend):
+    [job_id] = enqueue_noops(backend, 1)
+    [job] = Job.objects.claim(["default"], limit=5, owner="worker-a", lease=30)
+    assert (job.pk, job.status, job.owner, job.attempts) == (job_id, "claimed", "worker-a", 1)
+    remaining = job.lease_until - timezone.now()
+    assert timedelta(seconds=25) < remaining < timedelta(seconds=35)
+    assert job.started_at is not None and job.last_attempted_at is not None
+    assert Job.objects.claim(["default"], limit=5, owner="worker-b") == []
+
+
+def test_claim_without_lease_uses_each_jobs_own_lease(backend):
+    noop.using(lease=600).enqueue()
+    [job] = Job.objects.claim(["default"], limit=1, owner="w")
+    assert timedelta(seconds=590) < job.lease_until - timezone.now() < timedelta(seconds=610)
+
+
+def test_claim_order_is_priority_then_age_and_queues_in_the_given_order():
+    low = noop.using(priority=-5).enqueue()
+    high = noop.using(priority=50).enqueue()
+    plain_1 = noop.enqueue()
+    plain_2 = noop.enqueue()
+    other_queue = noop.using(queue_name="high", priority=100).enqueue()
+    claimed = Job.objects.claim(["default", "high"], limit=10, owner="w")
+    assert [str(j.pk) for j in claimed[:4]] == [high.id, plain_1.id, plain_2.id, low.id]
+    assert str(claimed[4].pk) == other_queue.id
+    assert [str(j.pk) for j in Job.objects.claim(["high"], limit=1, owner="w")] == []
+
+
+def test_limit_is_filled_across_queues_in_order():
+    for _ in range(3):
+        noop.enqueue()
+        noop.using(queue_name="emails").enqueue()
+    claimed = Job.objects.claim(["emails", "default"], limit=4, owner="w")
+    assert [j.queue_name for j in claimed] == ["emails", "emails", "emails", "default"]
+
+
+def test_scheduled_jobs_are_not_claimed():
+    noop.using(run_after=timezone.now() + timedelta(minutes=5)).enqueue()
+    assert Job.objects.claim(["default"], limit=10, owner="w") == []
+
+
+@pytest.mark.skip_locked
+def test_eight_claimers_claim_twenty_thousand_jobs_exactly_once(backend, close_thread_connections):
+    enqueue_noops(backend, 20_000)
+    deadlocks_before = innodb_deadlocks()
+    claimed: list[list[int]] = [[] for _ in range(8)]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def claimer(index: int) -> None:
+        try:
+            barrier.wait()
+            while batch := Job.objects.claim(["default"], limit=25, owner=f"w{index}"):
+                claimed[index] += [job.pk for job in batch]
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=claimer, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    every_claim = [pk for batch in claimed for pk in batch]
+    assert len(every_claim) == 20_000
+    assert len(set(every_claim)) == 20_000
+    assert Job.objects.claimed().count() == 20_000
+    assert sum(1 for batch in claimed if batch) == 8, "every claimer got work"
+    assert innodb_deadlocks() == deadlocks_before
+
+
+def innodb_deadlocks() -> int | None:
+    """The server's deadlock counter (MariaDB/MySQL), or None elsewhere."""
+    if connection.vendor != "mysql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")
+        row = cursor.fetchone()
+    return int(row[1]) if row else None
+
+
+def test_completion_by_an_owner_whose_lease_was_taken_over_changes_nothing():
+    echo.enqueue("x")
+    [stale] = Job.objects.claim(["default"], limit=1, owner="stale-worker")
+    # The lease runs out and the job is reclaimed (what the reaper does), then re-claimed.
+    Job.objects.filter(pk=stale.pk).update(status=JobStatus.READY, owner=None)
+    [current] = Job.objects.claim(["default"], limit=1, owner="current-worker")
+    assert current.attempts == 2
+
+    assert transitions.succeed(stale, "stale result") is False
+    error = {"exception_class_path": "builtins.ValueError", "traceback": ""}
+    assert transitions.fail(stale, error, retry_in=None) is False
+    assert transitions.release(stale) is False
+    row = Job.objects.get(pk=stale.pk)
+    assert (row.status, row.owner, row.attempts, row.return_value) == (
+        "claimed",
+        "current-worker",
+        2,
+        None,
+    )
+    assert transitions.succeed(current, "result") is True
+    row.refresh_from_db()
+    assert (row.status, row.return_value) == ("succeeded", "result")
+    assert row.worker_ids == ["current-worker"]
+
+
+def test_release_gives_the_attempt_back():
+    noop.enqueue()
+    [job] = Job.objects.claim(["default"], limit=1, owner="w")
+    assert transitions.release(job) is True
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.owner, job.started_at) == ("ready", 0, None, None)
+
+
+def test_failure_with_retry_schedules_the_job_and_keeps_the_error():
+    noop.using(max_attempts=3).enqueue()
+    [job] = Job.objects.claim(["default"], limit=1, owner="w")
+    error = {"exception_class_path": "builtins.ValueError", "traceback": "Traceback..."}
+    assert transitions.fail(job, error, retry_in=60) is True
+    job.refresh_from_db()
+    assert job.status == "scheduled"
+    assert timedelta(seconds=55) < job.run_after - timezone.now() < timedelta(seconds=65)
+    assert job.errors == [error] and job.worker_ids == ["w"]
+
+
+@pytest.mark.skip_locked
+def test_a_claim_taken_over_before_its_rows_are_read_is_not_returned(monkeypatch):
+    """A claimer paused between its commit and its read must not run another owner's claim.
+
+    The pause is reproduced by running the reaper and a second claimer, for real, at that
+    exact point: the stale claimer would otherwise get the row as the other owner holds it
+    (its owner and attempt), and its fenced completion would pass as the other's.
+    """
+    [job_id] = [int(noop.using(lease=1).enqueue().id)]
+    original_fetch = JobManager._fetch
+    taken: list[Job] = []
+    paused: list[bool] = []
+
+    def fetch_after_a_takeover(manager: JobManager, *arguments: Any) -> list[Job]:
+        if not paused:  # the stale claimer's read; the other claimer's goes through unchanged
+            paused.append(True)
+            Job.objects.filter(pk=job_id).update(lease_until=DatabaseNowPlus(-1))
+            assert reaper.reap().retried == 1
+            # Its backoff passes and the promotion makes it ready for the next claimer.
+            Job.objects.filter(pk=job_id).update(run_after=DatabaseNowPlus(-1))
+            assert promote() == 1
+            taken.extend(Job.objects.claim(["default"], limit=1, owner="other"))
+        return original_fetch(manager, *arguments)
+
+    monkeypatch.setattr(JobManager, "_fetch", fetch_after_a_takeover)
+    assert Job.objects.claim(["default"], limit=1, owner="stale") == []
+    assert [(job.pk, job.owner, job.attempts) for job in taken] == [(job_id, "other", 2)]
+    row = Job.objects.get(pk=job_id)
+    assert (row.status, row.owner, row.attempts) == (JobStatus.CLAIMED, "other", 2)

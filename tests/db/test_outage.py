@@ -1,0 +1,51 @@
+"""An outage is logged as a start, a summary now and then, and an end; one traceback at DEBUG."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+import pytest
+from django.db import OperationalError
+
+from django_skipqueue.db import outage as outage_module
+from django_skipqueue.db.outage import Outage, is_unreachable
+
+
+def refused() -> OperationalError:
+    """Return the error Django raises on connecting to a port where nothing listens."""
+    mysqldb = pytest.importorskip("MySQLdb")
+    try:
+        mysqldb.connect(host="127.0.0.1", port=9, user="root", connect_timeout=5)
+    except mysqldb.OperationalError as cause:
+        error = OperationalError(*cause.args)  # as django.db.utils.DatabaseErrorWrapper does
+        error.__cause__ = cause
+        return error
+    raise AssertionError("port 9 answered")
+
+
+def test_an_outage_logs_its_start_summaries_and_end_only(caplog, monkeypatch):
+    monkeypatch.setattr(outage_module, "SUMMARY_SECONDS", 0.2)
+    error, tracker = refused(), Outage("default")
+    assert is_unreachable(error)
+    with caplog.at_level(logging.DEBUG, logger="django_skipqueue.database"):
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            tracker.failed(error)
+            time.sleep(0.01)
+        tracker.recovered()
+        tracker.recovered()  # nothing more: the outage is over
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines[0].startswith("database unreachable, retrying database=default error=")
+    assert 2 <= sum("still unreachable" in line for line in lines) <= 3, lines
+    ended = re.match(r"database reachable again database=default after_s=([\d.]+) ", lines[-1])
+    assert ended and float(ended[1]) >= 0.5, lines[-1]
+    assert len(lines) <= 6, lines
+    tracebacks = [record for record in caplog.records if record.exc_info]
+    assert [record.levelno for record in tracebacks] == [logging.DEBUG]
+
+
+def test_deadlocks_are_not_outages():
+    assert not is_unreachable(OperationalError(1213, "Deadlock found"))
+    assert is_unreachable(OperationalError(2013, "Lost connection to server during query"))

@@ -1,0 +1,1 @@
+"""Tests of maintenance: reaping, promotion, purge, pruning, replica-aware pauses."""

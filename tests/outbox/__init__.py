@@ -1,0 +1,1 @@
+"""Tests of the transactional outbox: publishing, the relay, its claim index, the inbox."""

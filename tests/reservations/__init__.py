@@ -1,0 +1,1 @@
+"""Tests of reservation pools: holds, the claim plan, concurrency and the expiry sweep."""

@@ -1,0 +1,56 @@
+"""Check docs/reference/signals.md: what each signal carries and when, with a real worker.
+
+The page's receiver is appended to shop/metrics.py; importing it connects it. The worker runs in
+this process (``Worker(...).run()``, docs/reference/workers.md) so that receivers connected here
+hear ``task_started`` and ``task_finished``.
+"""
+
+from django.tasks.signals import task_enqueued, task_finished, task_started
+from shop.chores import record, sync_stock
+from shop.metrics import failures_counter
+
+from django_skipqueue.backend import SkipQueueBackend
+from django_skipqueue.worker.loop import Worker
+from django_skipqueue.worker.options import WorkerOptions
+
+heard: list[tuple[str, str, str]] = []
+started = {}
+
+
+def listen(name):
+    def receiver(sender, task_result, **kwargs):
+        assert sender is SkipQueueBackend, sender
+        heard.append((name, task_result.args[0], task_result.status))
+        if name == "started":
+            started[task_result.id] = task_result
+        elif name == "finished":
+            assert task_result is started[task_result.id], "not the object task_started carried"
+
+    return receiver
+
+
+receivers = {name: listen(name) for name in ("enqueued", "started", "finished")}
+task_enqueued.connect(receivers["enqueued"])
+task_started.connect(receivers["started"])
+task_finished.connect(receivers["finished"])
+
+record.enqueue("ok")
+sync_stock.using(max_attempts=2).enqueue("bad")
+record.using(idempotency_key="once").enqueue("keyed")
+record.using(idempotency_key="once").enqueue("keyed")  # finds the first: no signal
+assert heard == [("enqueued", arg, "READY") for arg in ("ok", "bad", "keyed")], heard
+
+heard.clear()
+options = WorkerOptions(queues=("default",), threads=1, burst=True, wakeup=False)
+assert Worker(options, owner="signals-check").run() == 0
+assert heard == [
+    ("started", "ok", "RUNNING"),
+    ("finished", "ok", "SUCCESSFUL"),
+    ("started", "bad", "RUNNING"),
+    ("finished", "bad", "READY"),
+    ("started", "bad", "RUNNING"),
+    ("finished", "bad", "FAILED"),
+    ("started", "keyed", "RUNNING"),
+    ("finished", "keyed", "SUCCESSFUL"),
+], heard
+assert failures_counter.value() == 1, "the page's receiver counts the one final failure"

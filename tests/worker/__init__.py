@@ -1,0 +1,1 @@
+"""Tests of the worker processes: the loop, batching, stops, crashes, wake-ups."""
