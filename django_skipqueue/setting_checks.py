@@ -206,9 +206,13 @@ def _unknown_key(backend: SkipQueueBackend, where: str, key: str, known: tuple) 
 
 
 def queue_not_configured(backend: SkipQueueBackend, queue: str) -> str:
-    """Explain a task's queue that the backend's QUEUES lacks, and a likely misspelled key."""
+    """Explain a task's queue that the backend's QUEUES lacks, and a likely misspelled key.
+
+    The message begins with Django's own, which code written to Django may look for.
+    """
     text = (
-        f"Queue {queue!r} is not in the QUEUES of task backend {backend.alias!r} "
+        f"Queue {queue!r} is not valid for backend. "
+        f"It is not in the QUEUES of task backend {backend.alias!r} "
         f"({', '.join(backend.queue_names)}): add it to TASKS[{backend.alias!r}]['QUEUES']."
     )
     for key in backend.params:

@@ -115,7 +115,8 @@ def test_a_task_on_a_queue_named_under_a_misspelled_key_says_so(settings):
     with pytest.raises(InvalidTask) as caught:
         task_backends["default"].validate_task(slow_record.using(queue_name="emails"))
     message = str(caught.value)
-    assert "Queue 'emails' is not in the QUEUES of task backend 'default' (default)" in message
+    assert message.startswith("Queue 'emails' is not valid for backend.")  # Django's words
+    assert "not in the QUEUES of task backend 'default' (default)" in message
     assert "has a key 'QUEUE': did you mean 'QUEUES'?" in message
 
 

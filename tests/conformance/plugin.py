@@ -4,7 +4,9 @@ The adaptation, kept to what the backend needs to be there at all:
 
 - the backends the tests name are mapped to ours (see :mod:`tests.conformance.backends`);
 - SimpleTestCase classes may use the ``default`` database, where the jobs live, and every job
-  and worker row is deleted after each test (SimpleTestCase flushes nothing);
+  and worker row is deleted after each test (SimpleTestCase flushes nothing); a test that
+  limits the installed apps (``available_apps``) keeps ``django_skipqueue``, whose table
+  holds the jobs;
 - each test's expected result comes from the table in docs/reference/conformance.md: ``n/a``
   skips it with the table's reason; ``failed`` reports its failures (subtests' included) as
   expected failures with the table's reason. The run fails on a failure the table does not
@@ -75,6 +77,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         cls = item.cls
         if cls and issubclass(cls, SimpleTestCase) and not issubclass(cls, TransactionTestCase):
             cls.databases = {"default"}
+        apps = getattr(cls, "available_apps", None)
+        if apps is not None and "django_skipqueue" not in apps:
+            cls.available_apps = [*apps, "django_skipqueue"]
         expected = table.get(test_name(item))
         if expected is None:
             problems.append(f"{test_name(item)}: not in {TABLE.name}")
