@@ -29,6 +29,7 @@ from django.core.management import get_commands, load_command_class
 from django.db import connection
 
 from tests.support import docpages
+from tests.support.brokers import RABBITMQ_PORT, rabbitmq_vhost, reachable
 from tests.support.tutorial_runner import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +41,7 @@ TUTORIAL_DATABASE_URL = "mysql://root@127.0.0.1:3306/mysite"
 #: their checks.
 HOWTO_PAGES = [
     "howto/outbox.md",
+    "howto/publish-events.md",
     "howto/exactly-once.md",
     "howto/monitor-and-pause.md",
     "reference/task-options.md",
@@ -171,10 +173,23 @@ def test_howto_page(page: str, tmp_path: Path):
         }
         _mysql(settings, f"DROP DATABASE IF EXISTS {name}")
         _mysql(settings, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
-    with _cleaned_up(runner, mysql):
+    with _cleaned_up(runner, mysql), _broker_for(page, runner):
         runner.follow(docpages.DOCS / page, mysql=mysql is not None)
     assert runner.stopped_at is None
     assert runner.checks, f"{page} has no 'run checks/...' directive: nothing was asserted"
+
+
+@contextmanager
+def _broker_for(page: str, runner: Runner) -> Iterator[None]:
+    """The outbox how-to publishes to RabbitMQ: to a vhost of the test's own, not the page's."""
+    if page != "howto/publish-events.md":
+        yield
+        return
+    if not reachable(RABBITMQ_PORT):
+        pytest.skip("RabbitMQ is not running")
+    with rabbitmq_vhost() as url:
+        runner.replacements["127.0.0.1:5672/%2F"] = url.split("@", 1)[1]
+        yield
 
 
 def _manage_py_lines() -> list[tuple[str, str, list[str], str]]:

@@ -48,7 +48,9 @@ LOCAL_URL = re.compile(r"http://127\.0\.0\.1:8000(/admin/\S*?)(?=[>\s)`]|$)")
 #: pip distribution name -> the module that proves it is installed.
 MODULES = {"django-skipqueue": "django_skipqueue", "pytest-django": "pytest_django"}
 #: The project name of a requirement: ``name @ url``, a directory, or a plain name.
-REQUIREMENT_NAME = re.compile(r"^(?:[^@]*/)?([A-Za-z0-9][\w.-]*?)(?:\s*@.*|\.git)?/?$")
+REQUIREMENT_NAME = re.compile(
+    r"^(?:[^@]*/)?([A-Za-z0-9][\w.-]*?)(?:\[[\w,]+\])?(?:\s*@.*|\.git)?/?$"
+)
 WAIT_FOR_JOBS = """
 import time
 from django_skipqueue.models import Job
@@ -169,6 +171,9 @@ class Runner(ReaderProcesses):
             return
         if "runworkers" in words and "--burst" not in words:
             self.start("runworkers", command)
+            return
+        if "skipqueue_relay" in words and "--burst" not in words:
+            self.start("skipqueue_relay", command)
             return
         self.remember_credentials(command)
         output = self.run(command, block)

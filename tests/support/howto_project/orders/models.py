@@ -18,3 +18,13 @@ class Order(models.Model):
 
     def __str__(self) -> str:
         return f"Order #{self.pk}"
+
+
+class Invoice(models.Model):
+    """What the outbox how-to's consumer writes for each order.placed event it receives."""
+
+    order_id = models.BigIntegerField()
+    total = models.DecimalField(max_digits=10, decimal_places=2)
+
+    def __str__(self) -> str:
+        return f"Invoice for order #{self.order_id}"

@@ -1,0 +1,62 @@
+"""Check docs/howto/publish-events.md: one invoice per placed order, none for a rollback, and a
+redelivered event skipped by the inbox.
+
+Run by the page's ``run`` directive in ``manage.py shell``, while the page's ``skipqueue_relay``
+runs in the background, against the test's own RabbitMQ vhost.
+"""
+
+import json
+import time
+from decimal import Decimal
+
+import pika
+from django.conf import settings
+from django.core.management import call_command
+from django.db import transaction
+from orders.models import Cart, Invoice
+from orders.services import place_order
+
+from django_skipqueue.outbox.models import InboxMessage, OutboxMessage
+
+
+class Abandoned(Exception):
+    """Raised after place_order, inside the caller's transaction, to roll it all back."""
+
+
+def wait_for_an_empty_outbox(timeout: float = 20) -> float:
+    started = time.monotonic()
+    while OutboxMessage.objects.exists():
+        assert time.monotonic() - started < timeout, list(OutboxMessage.objects.values())
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+call_command("consume_orders", until_idle=True)  # declares and binds the billing queue
+ada = Cart.objects.create(customer="ada", total=Decimal("12.50"))
+grace = Cart.objects.create(customer="grace", total=Decimal("7.00"))
+first = place_order(ada)
+assert place_order(ada) == first, "a retried request finds the order and publishes nothing"
+second = place_order(grace)
+try:
+    with transaction.atomic():
+        place_order(Cart.objects.create(customer="linus", total=Decimal("3.00")))
+        raise Abandoned
+except Abandoned:
+    pass
+
+# The idle relay hears the commit: well within its one-second poll.
+waited = wait_for_an_empty_outbox()
+call_command("consume_orders", until_idle=True)
+invoices = sorted(Invoice.objects.values_list("order_id", "total"))
+assert invoices == [(first.pk, Decimal("12.50")), (second.pk, Decimal("7.00"))], invoices
+
+# RabbitMQ delivers the first event again (say a relay died before deleting its row).
+connection = pika.BlockingConnection(pika.URLParameters(settings.SKIPQUEUE_OUTBOX_BROKER_URL))
+body = json.dumps({"order_id": first.pk, "total": "12.50"})
+properties = pika.BasicProperties(message_id=f"order-placed-{first.pk}")
+connection.channel().basic_publish("orders", f"order-{first.pk}", body, properties)
+connection.close()
+call_command("consume_orders", until_idle=True)
+assert Invoice.objects.count() == 2, "the inbox skipped the redelivery"
+assert InboxMessage.objects.filter(consumer="billing").count() == 2
+print(f"published after {waited:.2f} s; 2 invoices; the redelivery was skipped")
