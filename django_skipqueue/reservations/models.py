@@ -14,15 +14,18 @@ class Pool(models.Model):
 
     Reservations never touch this row, so it is not a hot spot; restocks and retirements of one
     pool lock it and so take turns. ``next_seq`` numbers new units: a sold unit's number is never
-    given to another unit.
+    given to another unit. ``stock`` counts units restocked minus units retired, so the units
+    sold are ``stock`` minus those still in the pool, with no count of the history.
     """
 
     item_id = models.BigIntegerField()
     location_id = models.BigIntegerField()
     next_seq = models.PositiveIntegerField(default=1)
+    stock = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        permissions = [("restock_pool", "Can restock a pool")]
         constraints = [
             models.UniqueConstraint(
                 fields=["item_id", "location_id"], name="skipqueue_pool_item_location"

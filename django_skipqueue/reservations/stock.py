@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models import F
+
 from ..conf import get_settings
 from ..exceptions import InsufficientStock, PoolFull, UnknownPool
 from . import ledger
@@ -24,14 +26,16 @@ def restock(using: str, pool: tuple[int, int], quantity: int, reference: str) ->
         Unit(item_id=pool[0], location_id=pool[1], unit_seq=seq)
         for seq in range(first, first + quantity)
     )
-    Pool.objects.using(using).filter(pk=registry.pk).update(next_seq=first + quantity)
+    Pool.objects.using(using).filter(pk=registry.pk).update(
+        next_seq=first + quantity, stock=F("stock") + quantity
+    )
     ledger.record(using, pool, quantity, LedgerReason.RESTOCK, reference)
     return size + quantity
 
 
 def retire(using: str, pool: tuple[int, int], quantity: int, reference: str) -> int:
     """Take ``quantity`` free units out of the pool; return the units left in it."""
-    _locked_pool(using, pool, create=False)
+    registry = _locked_pool(using, pool, create=False)
     seqs = claim(using, pool, quantity)
     if len(seqs) < quantity:
         raise InsufficientStock(
@@ -39,6 +43,7 @@ def retire(using: str, pool: tuple[int, int], quantity: int, reference: str) -> 
             f"{len(seqs)} free units claimable"
         )
     pool_units(using, pool).filter(unit_seq__in=seqs).delete()
+    Pool.objects.using(using).filter(pk=registry.pk).update(stock=F("stock") - quantity)
     ledger.record(using, pool, -quantity, LedgerReason.RETIRE, reference)
     return pool_units(using, pool).count()
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.db.models import Sum
 
 from django_skipqueue.db.clock import read_db_now
-from django_skipqueue.reservations.models import HoldState, LedgerEntry, Reservation, Unit
+from django_skipqueue.reservations.models import HoldState, LedgerEntry, Pool, Reservation, Unit
 
 #: Ledger entries a reservation has, by its state: reason -> sign of delta x quantity.
 ENTRIES = {
@@ -62,8 +62,13 @@ def _check_pools(using: str, holds: list, units: list, result: Audit) -> None:
     sums = LedgerEntry.objects.using(using).values_list("item_id", "location_id", "reason")
     for item, location, reason, total in sums.annotate(total=Sum("delta")):
         counts[item, location][f"ledger_{reason}"] += total
+    rows = Pool.objects.using(using).values_list("item_id", "location_id", "stock")
+    registry = {(item, location): stock for item, location, stock in rows}
     for pool, c in counts.items():
         stock = c["ledger_restock"] + c["ledger_retire"]
+        if registry.get(pool) != stock:
+            result.fail(f"pool {pool}: its registry says stock={registry.get(pool)}, "
+                        f"the ledger {stock}")  # fmt: skip
         ledger = sum(v for k, v in c.items() if k.startswith("ledger_"))
         result.pools[pool] = {**c, "stock": stock}
         if c["free"] + c["held"] + c["sold"] != stock:
