@@ -40,6 +40,7 @@ TUTORIAL_DATABASE_URL = "mysql://root@127.0.0.1:3306/mysite"
 #: Pages (under docs/) followed in a project of their own (tests/support/howto_project), with
 #: their checks.
 HOWTO_PAGES = [
+    "howto/reserve-stock.md",
     "howto/outbox.md",
     "howto/publish-events.md",
     "howto/exactly-once.md",
