@@ -14,10 +14,10 @@ from django.tasks import TaskResultStatus
 from django.tasks.exceptions import InvalidTask
 from django.tasks.signals import task_enqueued, task_finished, task_started
 
-from django_skipqueue import outcomes
 from django_skipqueue.backend import SkipQueueBackend
 from django_skipqueue.exceptions import InvalidPayload
 from django_skipqueue.models import Job
+from django_skipqueue.worker import recording
 from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import WorkerOptions
 from django_skipqueue.worker.owner import owner_id
@@ -176,22 +176,21 @@ def test_a_burst_worker_does_not_stop_while_a_job_it_serves_is_ready(close_threa
 def test_an_interrupted_last_attempt_counts_and_gets_one_more():
     result = explode.enqueue("stopped mid-way")  # max_attempts=1
     [claimed] = Job.objects.claim(["default"], limit=1, owner="w1")
-    assert outcomes.interrupt([claimed], "default", "immediate stop, SIGTERM") == 1
+    assert recording.interrupt([claimed], "default", "immediate stop, SIGTERM") == 1
     row = Job.objects.get(pk=result.id)
     assert (row.status, row.attempts, row.max_attempts, row.owner) == ("ready", 1, 2, None)
     assert row.started_at == claimed.started_at and row.worker_ids == ["w1"]
     assert row.errors[-1]["exception_class_path"].endswith("WorkerStopped")
     assert "w1 stopped (immediate stop, SIGTERM) during attempt 1" in row.errors[-1]["traceback"]
-    assert outcomes.interrupt([claimed], "default", "again") == 0  # fenced: it is not held
+    assert recording.interrupt([claimed], "default", "again") == 0  # fenced: it is not held
 
 
 def test_a_worker_of_every_queue_hears_wake_ups_for_any_queue():
-    from django_skipqueue.claiming import Claimer
-    from django_skipqueue.dbtime import read_db_now
-    from django_skipqueue.metrics import Metrics
-
     from django_skipqueue import wakeup
+    from django_skipqueue.db.clock import read_db_now
     from django_skipqueue.models import WorkerProcess
+    from django_skipqueue.monitoring.metrics import Metrics
+    from django_skipqueue.worker.claimer import Claimer
 
     wakeup.forget_addresses()
     waker, now = wakeup.Waker("127.0.0.1"), read_db_now("default")
