@@ -39,6 +39,20 @@ def read_table(path: Path = TABLE) -> dict[str, tuple[str, str]]:
     return rows
 
 
+FIGURES = re.compile(r"Figures: (\d+) passed, (\d+) failed, (\d+) n/a, of (\d+) tests")
+
+
+def figures_problem(table: dict[str, tuple[str, str]], path: Path = TABLE) -> str | None:
+    """Say what is wrong with the page's "Figures:" line, if it does not count the rows."""
+    results = [result for result, _ in table.values()]
+    counts = (results.count("passed"), results.count("failed"), results.count("n/a"))
+    wanted = f"Figures: {counts[0]} passed, {counts[1]} failed, {counts[2]} n/a, of {len(table)}"
+    found = FIGURES.search(path.read_text())
+    if found and tuple(map(int, found.groups())) == (*counts, len(table)):
+        return None
+    return f'{path.name} should say "{wanted} tests."'
+
+
 def test_name(item: pytest.Item) -> str:
     return f"{item.cls.__name__}.{item.name}" if item.cls else item.name
 
@@ -88,6 +102,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if expected and expected[0] == "n/a":
             item.add_marker(pytest.mark.skip(reason=f"n/a: {expected[1]}"))
     config.stash[COLLECTED_KEY] = {test_name(item) for item in items}
+    if problem := figures_problem(table):
+        problems.append(problem)
 
 
 @pytest.hookimpl(wrapper=True)
