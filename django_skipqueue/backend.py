@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.checks import CheckMessage
-from django.core.exceptions import ImproperlyConfigured
 from django.tasks import DEFAULT_TASK_QUEUE_NAME, Task, TaskResult
 from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
@@ -17,7 +16,7 @@ from django.utils import timezone
 
 from django_skipqueue import checks, setting_checks
 from django_skipqueue.conf import get_settings
-from django_skipqueue.exceptions import InvalidQueueName, InvalidTaskOption
+from django_skipqueue.exceptions import AppNotInstalled, InvalidQueueName, InvalidTaskOption
 from django_skipqueue.tasks import SkipQueueTask, resolve_task
 
 if TYPE_CHECKING:
@@ -46,7 +45,7 @@ class SkipQueueBackend(BaseTaskBackend):
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
         if not apps.is_installed("django_skipqueue"):
-            raise ImproperlyConfigured(
+            raise AppNotInstalled(
                 f"Task backend {alias!r} is a SkipQueueBackend, but 'django_skipqueue' is not "
                 "in INSTALLED_APPS: add it there (its tables hold the jobs), then run migrate."
             )

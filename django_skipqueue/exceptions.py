@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import CommandError
 from django.tasks.exceptions import InvalidTask
 
 
 class SkipQueueError(Exception):
     """Base class for django-skipqueue errors. Do not raise directly."""
+
+
+class AppNotInstalled(ImproperlyConfigured, CommandError):
+    """A SkipQueueBackend is configured without django_skipqueue in INSTALLED_APPS.
+
+    Also a CommandError, so that ``manage.py`` prints its one sentence rather than the
+    traceback of the import (often the URLconf's, inside the system checks) that met it.
+    """
 
 
 class InvalidPayload(InvalidTask, TypeError):
