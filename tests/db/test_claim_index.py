@@ -91,3 +91,21 @@ def test_a_full_table_scan_would_be_caught():
     insert_jobs(5_000, status="succeeded", finished_seconds_ago=10)
     reads = records_read_by(lambda: list(Job.objects.filter(task_path="nothing")))
     assert reads >= 5_000
+
+
+def test_a_worker_of_every_queue_finds_the_ready_queues_by_a_short_index_read():
+    """QUEUES = []: each poll asks which queues have ready jobs (see Claimer)."""
+    from django_skipqueue.monitoring.metrics import Metrics
+    from django_skipqueue.worker.claimer import Claimer
+    from django_skipqueue.worker.options import WorkerOptions
+
+    for queue_name in ("alpha", "beta", "gamma"):
+        insert_jobs(5_000, queue_name=queue_name)
+        insert_jobs(20_000, status="succeeded", queue_name=queue_name, finished_seconds_ago=60)
+    insert_jobs(20_000, status="scheduled", queue_name="delta", run_after_seconds=3600)
+    analyze()
+    claimer = Claimer(WorkerOptions(queues=()), "w-any", Metrics())
+    found: list[str] = []
+    reads = records_read_by(lambda: found.extend(claimer.queues_with_ready_jobs()))
+    assert found == ["alpha", "beta", "gamma"]
+    assert reads < 20, reads  # one or two index entries per queue, not the 15,000 ready rows
