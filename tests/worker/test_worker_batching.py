@@ -30,9 +30,10 @@ def test_a_nudge_wakes_only_a_sleeper_and_ready_work_skips_the_sleep():
     try:
         waker.nudge()  # nobody sleeps: no ring is left behind for the next wait
         assert _took(lambda: waker.wait(0.2, listen=False)) >= 0.15
-        assert _took(lambda: waker.wait(5, listen=False, ready=lambda: True)) < 1
+        # Far below the 30 s asked for (a loaded machine may add a second or two).
+        assert _took(lambda: waker.wait(30, listen=False, ready=lambda: True)) < 10
         threading.Timer(0.05, waker.nudge).start()
-        assert _took(lambda: waker.wait(5, listen=False)) < 1  # a sleeper is woken
+        assert _took(lambda: waker.wait(30, listen=False)) < 10  # a sleeper is woken
     finally:
         waker.close()
 
@@ -70,7 +71,7 @@ def _stop(worker: Worker) -> None:
 def test_the_batch_wait_is_bounded():
     worker, waits = _worker_with_a_job_back_and_one_about_to_start()
     try:
-        assert _took(worker._let_batch_fill) < BATCH_FILL_SECONDS + 0.2
+        assert _took(worker._let_batch_fill) < BATCH_FILL_SECONDS + 2  # not an endless wait
         assert waits and all(0 < timeout <= BATCH_FILL_SECONDS for timeout in waits)
     finally:
         _stop(worker)

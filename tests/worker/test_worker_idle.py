@@ -58,8 +58,8 @@ def test_a_datagram_wakes_a_waiting_waker_with_the_queue_names():
         assert wakeup.notify("default", frozenset({"default"})) == 0  # not its queue
         assert wakeup.notify("default", frozenset({"emails", "default"})) == 1
         began = time.monotonic()
-        assert waker.wait(5, listen=True) == {"default", "emails"}
-        assert time.monotonic() - began < 1
+        assert waker.wait(30, listen=True) == {"default", "emails"}
+        assert time.monotonic() - began < 10  # woken, not timed out
         assert waker.wait(0.05, listen=True) == set()  # nothing left over
     finally:
         waker.close()
