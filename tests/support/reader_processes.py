@@ -22,6 +22,15 @@ from tests.support.docpages import Block
 COMMAND_TIMEOUT = 240
 
 
+def interruptible() -> None:
+    """Let Ctrl-C (SIGINT) stop the process, as in a reader's terminal.
+
+    A test suite started as a background job of a shell without job control inherits SIGINT
+    ignored, and so would the servers it starts: runserver would then never stop.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class ReaderProcesses:
     """Run a reader's commands; keep track of the ones left running in the background."""
 
@@ -59,6 +68,7 @@ class ReaderProcesses:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            preexec_fn=interruptible,
         )
 
     def stop(self, name: str, signum: int, *, timeout: float = 60) -> None:
