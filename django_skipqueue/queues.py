@@ -37,8 +37,13 @@ def queue_names(alias: str = "default") -> list[str]:
 
 
 def check_queue(alias: str, queue_name: str) -> None:
-    """Raise InvalidQueueName unless ``queue_name`` is one of backend ``alias``'s queues."""
+    """Raise InvalidQueueName unless ``queue_name`` is one of backend ``alias``'s queues
+    (any valid name when its QUEUES is ``[]``, as the backend accepts them)."""
+    from .backend import QUEUE_NAME_PATTERN
+
     names = queue_names(alias)
+    if not names and QUEUE_NAME_PATTERN.match(queue_name):
+        return
     if queue_name not in names:
         raise InvalidQueueName(
             f"Queue {queue_name!r} is not one of backend {alias!r}'s queues ({', '.join(names)})."

@@ -208,3 +208,13 @@ def test_a_worker_of_every_queue_hears_wake_ups_for_any_queue():
     claimer = Claimer(WorkerOptions(queues=()), "host:1:any", Metrics())
     claimer.wake(heard)
     assert claimer.woken_for == {"zeta"}
+
+
+def test_with_queues_empty_any_valid_queue_can_be_paused(any_queue):
+    from django_skipqueue import pausing
+    from django_skipqueue.exceptions import InvalidQueueName
+
+    assert pausing.pause("zeta", reason="maintenance")
+    assert "zeta" in pausing.paused_queues()
+    with pytest.raises(InvalidQueueName):
+        pausing.pause("no good")
