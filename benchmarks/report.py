@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks import admin_section, binlog_section, plots, targets
+from benchmarks import admin_section, binlog_section, outbox_section, plots, targets
 from benchmarks.harness import page
 from benchmarks.report_text import ANALYSIS, INTRO, METHOD, scenario_notes
 from benchmarks.stats import ratio
@@ -25,6 +25,8 @@ def write(results: dict[str, Any], quick: bool) -> Path:
             parts.append(render(results[name], figures.get(name)))
     if results.get("admin_render") and not quick:
         parts.append(admin_section.section(results["admin_render"]))
+    if results.get("outbox") and not quick:
+        parts.append(outbox_section.section(results["outbox"]))
     parts.append(ANALYSIS)
     path = page(quick)
     path.write_text("\n\n".join(part.strip() for part in parts if part) + "\n")

@@ -9,7 +9,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from django.db import transaction
+
 from ..conf import get_settings
+from ..db.transactions import retry_whole_transaction, short_transaction
 from ..exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
 from . import partitions
 from .models import OutboxMessage
@@ -49,56 +52,72 @@ class Relay:
         self._rounds = 0
 
     def run_round(self) -> Round:
-        """Run one round; raise BrokerUnavailable after settling if the connection broke."""
+        """Run one round; raise BrokerUnavailable after settling if the connection broke.
+
+        Two commits a round: the claim (lease the partitions, read and stamp their messages)
+        and the settlement (confirmed rows deleted, the others recorded, the leases given back).
+        Publishing happens between them, in no transaction.
+        """
         settings = get_settings()
         candidates = partitions.with_work(self.using)
-        lease = settings.OUTBOX_LEASE_SECONDS
-        # Measured before the claim: the lease runs from a moment no later than this one.
-        deadline = time.monotonic() + lease * LEASE_SHARE
-        numbers = partitions.claim(
-            self.using, self.name, candidates, limit=PARTITIONS_PER_ROUND, lease=lease
-        )
-        if not numbers:
+        if not candidates:
             return Round()
-        try:
-            return self._publish_partitions(numbers, deadline)
-        finally:
-            partitions.release(self.using, self.name, numbers)
-
-    def _publish_partitions(self, numbers: list[int], deadline: float) -> Round:
-        settings = get_settings()
+        # Measured before the claim: the lease runs from a moment no later than this one.
+        deadline = time.monotonic() + settings.OUTBOX_LEASE_SECONDS * LEASE_SHARE
         self._rounds += 1
         token = f"{self.name}#{self._rounds}"
-        messages: list[OutboxMessage] = []
-        for number in numbers:
-            backlog = partitions.sendable(self.using, number, settings.OUTBOX_BATCH).messages
-            ids = [m.pk for m in backlog]
-            if backlog and mark_claimed(self.using, ids, token, self.name, number) != len(ids):
-                logger.warning("lease lost before publishing partition=%d relay=%s", number,
-                               self.name)  # fmt: skip
-                continue
-            messages += backlog
-        if not messages:
-            return Round()
-        messages.sort(key=lambda m: m.pk)
-        started = time.monotonic()
-        outcomes, resent, broken = self._publish(messages, deadline)
-        elapsed = time.monotonic() - started
-        sent, retried, dead = settle(
-            self.using,
-            token,
-            outcomes,
-            backoff=settings.OUTBOX_RETRY_BACKOFF,
-            cap=settings.OUTBOX_RETRY_BACKOFF_MAX,
-            max_attempts=settings.OUTBOX_MAX_ATTEMPTS,
+        numbers, messages = retry_whole_transaction(
+            self.using, lambda: self._claim(candidates, token)
         )
+        settled = False
+        try:
+            if not messages:
+                return Round()
+            started = time.monotonic()
+            outcomes, resent, broken = self._publish(messages, deadline)
+            elapsed = time.monotonic() - started
+            with transaction.atomic(using=self.using):
+                counts = settle(
+                    self.using,
+                    token,
+                    outcomes,
+                    backoff=settings.OUTBOX_RETRY_BACKOFF,
+                    cap=settings.OUTBOX_RETRY_BACKOFF_MAX,
+                    max_attempts=settings.OUTBOX_MAX_ATTEMPTS,
+                )
+                partitions.release(self.using, self.name, numbers)
+            settled = True
+        finally:
+            if numbers and not settled:
+                partitions.release(self.using, self.name, numbers)
         if resent:
             unsettled = sorted({m.owner for m in messages if m.owner is not None})
             logger.info("resent=%d after unsettled claims=%s", resent, ",".join(unsettled))
         if broken is not None:
             raise broken
-        per_message = elapsed / max(len(outcomes.sent), 1)
-        return Round(sent, retried, dead, resent, per_message)
+        return Round(*counts, resent, elapsed / max(len(outcomes.sent), 1))
+
+    def _claim(self, candidates: list[int], token: str) -> tuple[list[int], list[OutboxMessage]]:
+        """Lease partitions, read their sendable messages and stamp them, in one transaction."""
+        settings = get_settings()
+        messages: list[OutboxMessage] = []
+        with short_transaction(self.using):
+            numbers = partitions.claim(
+                self.using,
+                self.name,
+                candidates,
+                limit=PARTITIONS_PER_ROUND,
+                lease=settings.OUTBOX_LEASE_SECONDS,
+            )
+            for number in numbers:
+                backlog = partitions.sendable(self.using, number, settings.OUTBOX_BATCH).messages
+                ids = [m.pk for m in backlog]
+                if backlog and mark_claimed(self.using, ids, token, self.name, number) != len(ids):
+                    logger.warning("lease lost before publishing partition=%d relay=%s",
+                                   number, self.name)  # fmt: skip
+                    continue
+                messages += backlog
+        return numbers, sorted(messages, key=lambda m: m.pk)
 
     def _publish(
         self, messages: list[OutboxMessage], deadline: float

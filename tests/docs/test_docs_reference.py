@@ -100,6 +100,23 @@ def test_every_reservation_model_field_is_documented():
         assert f"(`{model._meta.db_table}`)" in page.read_text()
 
 
+def test_every_outbox_model_field_is_documented():
+    page = docpages.DOCS / "reference" / "outbox.md"
+    heading = re.compile(r"^`(\w+)` \(`(\w+)`\)$")
+    by_model = {
+        match.group(1): (match.group(2), section.text)
+        for section in docpages.sections(page)
+        if (match := heading.match(section.title))
+    }
+    models = list(apps.get_app_config("skipqueue_outbox").get_models())
+    assert sorted(by_model) == sorted(model.__name__ for model in models)
+    for model in models:
+        table, text = by_model[model.__name__]
+        assert table == model._meta.db_table
+        rows = set(re.findall(r"^\| `(\w+)` \|", text, re.MULTILINE))
+        assert rows == {field.name for field in model._meta.concrete_fields}, model.__name__
+
+
 def test_every_exception_is_documented():
     text = docpages.read("reference/exceptions.md")
     documented = set(re.findall(r"^\| `(\w+)` \|", text, re.MULTILINE))

@@ -13,6 +13,10 @@ from . import Outgoing
 
 logger = logging.getLogger(__name__)
 
+#: Defaults unless the URL sets them: a dead broker is noticed within a few heartbeats, and a
+#: broker that blocks publishers (a memory or disk alarm) fails the publish instead of holding
+#: it past the partition's lease.
+URL_DEFAULTS = {"heartbeat": 10, "blocked_connection_timeout": 10.0}
 #: Channel-closing reply codes that no resend cures: the message itself is refused.
 REFUSED_FOR_GOOD = frozenset({406})  # PRECONDITION_FAILED: over max_message_size
 
@@ -27,7 +31,7 @@ class RabbitMQTransport:
 
     def connect(self) -> None:
         try:
-            self._connection = pika.BlockingConnection(pika.URLParameters(self.url))
+            self._connection = pika.BlockingConnection(parameters(self.url))
             self._open_channel()
         except pika.exceptions.AMQPError as error:
             self.close()
@@ -93,6 +97,15 @@ class RabbitMQTransport:
         assert self._connection is not None
         self._channel = self._connection.channel()
         self._channel.confirm_delivery()
+
+
+def parameters(url: str) -> pika.URLParameters:
+    """The connection parameters of ``url``, with URL_DEFAULTS for what it leaves out."""
+    result = pika.URLParameters(url)
+    for name, value in URL_DEFAULTS.items():
+        if f"{name}=" not in url:
+            setattr(result, name, value)
+    return result
 
 
 def _where(message: Outgoing) -> str:

@@ -1,0 +1,224 @@
+"""The outbox relay against a raw pika loop, and commit-to-publish latency of an idle relay.
+
+Throughput: N messages over 20 keys are written to the outbox (not timed), then published by
+1 or 4 relays (``skipqueue_relay --burst`` processes, timed from start to an empty outbox);
+the raw reference publishes the same bodies and properties (persistent, mandatory, message_id,
+headers) with pika in 1 or 4 processes, with publisher confirms, the one confirm mode pika's
+BlockingConnection offers (each publish waits for its confirm). Both run interleaved, on a
+RabbitMQ vhost of their own, into one durable queue. Latency: one idle relay; messages written
+one per transaction, a little apart; the time from the commit's return to a consumer's receipt.
+Write cost: a transaction with one publish() against one with one enqueue().
+
+    DATABASE_URL=mysql://root@127.0.0.1:3306/skq_bench_outbox python -m benchmarks.outbox_relay
+
+Writes docs/benchmarks/raw/outbox.json and prints the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RAW = ROOT / "docs" / "benchmarks" / "raw" / "outbox.json"
+KEYS = 20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=6000, help="per throughput run")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--latency-messages", type=int, default=200)
+    args = parser.parse_args()
+    setup_django()
+    from tests.support.brokers import rabbitmq_vhost
+
+    with rabbitmq_vhost() as url:
+        declare(url)
+        throughput = measure_throughput(url, args.messages, args.reps)
+        latency = measure_latency(url, args.latency_messages)
+    writes = measure_writes(2000)
+    result = {"messages": args.messages, "reps": args.reps, "throughput": throughput,
+              "latency_ms": latency, "write_us": writes}  # fmt: skip
+    RAW.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(summary(result), indent=2))
+
+
+def setup_django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "testproject.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
+def declare(url: str) -> None:
+    from tests.support.brokers import RabbitQueue
+
+    RabbitQueue(url, "orders", "bench").close()
+
+
+def purge(url: str) -> None:
+    from tests.support.brokers import RabbitQueue
+
+    queue = RabbitQueue(url, "orders", "bench")
+    queue.channel.queue_purge("bench")
+    queue.close()
+
+
+def fill(count: int) -> None:
+    from django_skipqueue.outbox import Message, publish_many
+
+    messages = [Message("orders", {"order_id": n, "total": "12.50"}, key=f"order-{n % KEYS}")
+                for n in range(count)]  # fmt: skip
+    for start in range(0, count, 1000):
+        publish_many(messages[start : start + 1000])
+
+
+def relay_run(url: str, count: int, relays: int) -> float:
+    from django_skipqueue.outbox.models import OutboxMessage
+
+    fill(count)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, str(ROOT / "testproject" / "manage.py"), "skipqueue_relay",
+               "--burst", "--broker", url]  # fmt: skip
+    began = time.perf_counter()
+    processes = [subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+                 for _ in range(relays)]  # fmt: skip
+    for process in processes:
+        process.wait()
+    seconds = time.perf_counter() - began
+    assert not OutboxMessage.objects.exists(), "a relay left messages behind"
+    return count / seconds
+
+
+def raw_publisher(url: str, start: int, count: int) -> None:
+    import pika
+
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    channel = connection.channel()
+    channel.confirm_delivery()
+    for n in range(start, start + count):
+        body = json.dumps({"order_id": n, "total": "12.50"}, separators=(",", ":")).encode()
+        properties = pika.BasicProperties(
+            content_type="application/json", delivery_mode=2, message_id=f"raw-{n}",
+            headers={"X-Skipqueue-Topic": "orders", "X-Skipqueue-Attempt": "1"},
+        )  # fmt: skip
+        channel.basic_publish("orders", f"order-{n % KEYS}", body, properties, mandatory=True)
+    connection.close()
+
+
+def raw_run(url: str, count: int, processes: int) -> float:
+    share = count // processes
+    context = multiprocessing.get_context("spawn")
+    began = time.perf_counter()
+    workers = [context.Process(target=raw_publisher, args=(url, i * share, share))
+               for i in range(processes)]  # fmt: skip
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    # The relay's figure includes its process start; so does this one (spawned interpreters).
+    return share * processes / (time.perf_counter() - began)
+
+
+def measure_throughput(url: str, count: int, reps: int) -> dict[str, list[float]]:
+    runs: dict[str, list[float]] = {"relay-1": [], "raw-1": [], "relay-4": [], "raw-4": []}
+    for rep in range(reps):
+        order = list(runs) if rep % 2 == 0 else list(reversed(runs))
+        for name in order:
+            purge(url)
+            kind, processes = name.split("-")
+            rate = (relay_run if kind == "relay" else raw_run)(url, count, int(processes))
+            runs[name].append(rate)
+            print(f"rep {rep + 1} {name}: {rate:,.0f} msg/s", flush=True)
+    return runs
+
+
+def measure_latency(url: str, count: int) -> list[float]:
+    import pika
+
+    from django_skipqueue.outbox import publish
+
+    purge(url)
+    received: dict[int, float] = {}
+    ready = threading.Event()
+
+    def consume() -> None:
+        connection = pika.BlockingConnection(pika.URLParameters(url))
+        channel = connection.channel()
+        ready.set()
+        for method, _, body in channel.consume("bench", auto_ack=True, inactivity_timeout=5):
+            if method is None:
+                break
+            received[json.loads(body)["seq"]] = time.time()
+        connection.close()
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    relay = subprocess.Popen([sys.executable, str(ROOT / "testproject" / "manage.py"),
+                              "skipqueue_relay", "--broker", url], env=env)  # fmt: skip
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    ready.wait(10)
+    time.sleep(3)  # the relay is up and idle
+    committed = {}
+    try:
+        for seq in range(count):
+            publish("orders", {"seq": seq}, key=f"order-{seq % KEYS}")  # autocommit: one txn
+            committed[seq] = time.time()
+            time.sleep(0.05)
+        consumer.join(30)
+    finally:
+        relay.terminate()
+        relay.wait(30)
+    return [(received[s] - committed[s]) * 1000 for s in committed if s in received]
+
+
+def measure_writes(count: int) -> dict[str, float]:
+    from django.db import transaction
+
+    from django_skipqueue.outbox import publish
+    from testproject.demo.tasks import add
+
+    def timed(write: Any) -> float:
+        began = time.perf_counter()
+        for n in range(count):
+            with transaction.atomic():
+                write(n)
+        return (time.perf_counter() - began) / count * 1e6
+
+    return {
+        "publish": timed(lambda n: publish("orders", {"order_id": n}, key=f"order-{n % KEYS}")),
+        "enqueue": timed(lambda n: add.enqueue(n, 1)),
+    }
+
+
+def summary(result: dict[str, Any]) -> dict[str, Any]:
+    medians = {name: statistics.median(rates) for name, rates in result["throughput"].items()}
+    latencies = sorted(result["latency_ms"])
+    return {
+        "msg_per_s": {k: round(v) for k, v in medians.items()},
+        "ratio_1": round(medians["relay-1"] / medians["raw-1"], 2),
+        "ratio_4": round(medians["relay-4"] / medians["raw-4"], 2),
+        "latency_ms": {
+            "p50": round(statistics.median(latencies), 1),
+            "p99": round(latencies[int(len(latencies) * 0.99) - 1], 1),
+            "received": len(latencies),
+        },
+        "write_us": {k: round(v) for k, v in result["write_us"].items()},
+    }
+
+
+if __name__ == "__main__":
+    main()
