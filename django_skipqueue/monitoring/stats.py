@@ -127,20 +127,7 @@ def _queue_names(using: str, configured: Iterable[str], paused: Iterable[str]) -
 
 
 def _queues_with_ready_jobs(using: str) -> list[str]:
-    """DISTINCT queue names of ready jobs, by one index seek per name (a skip scan).
-
-    ``SELECT DISTINCT`` would read the whole ready backlog when MariaDB skips the loose index
-    scan, and PostgreSQL has none; each seek here reads one entry of the claim index.
-    """
-    ready = Job.objects.using(using).ready().order_by("queue_name")
-    names: list[str] = []
-    while len(names) < MAX_DISCOVERED_QUEUES:
-        after = ready.filter(queue_name__gt=names[-1]) if names else ready
-        name = after.values_list("queue_name", flat=True).first()
-        if name is None:
-            break
-        names.append(name)
-    return names
+    return Job.objects.using(using).ready_queue_names(MAX_DISCOVERED_QUEUES)
 
 
 def oldest_ready_age(using: str, queue_name: str, now: datetime) -> float | None:

@@ -92,19 +92,8 @@ class Claimer:
 
     def queues_with_ready_jobs(self) -> list[str]:
         """Return the queues that have ready jobs, by name: a worker of every queue claims
-        from these.
-
-        One seek of the claim index per queue (the next name after the last one found):
-        ``SELECT DISTINCT`` would read every ready job's index entry.
-        """
-        ready = Job.objects.using(self.using).ready().order_by("queue_name")
-        names: list[str] = []
-        while True:
-            after = ready.filter(queue_name__gt=names[-1]) if names else ready
-            name = after.values_list("queue_name", flat=True).first()
-            if name is None:
-                return names
-            names.append(name)
+        from these."""
+        return Job.objects.using(self.using).ready_queue_names()
 
     def _poll_due(self) -> bool:
         return time.monotonic() >= self.idle.next_claim_at
