@@ -32,7 +32,7 @@ def section(result: dict[str, Any]) -> str:
 ## The outbox relay: throughput against raw pika, commit-to-publish latency, write cost
 
 `python -m benchmarks.outbox_relay` (RabbitMQ on the same host, a vhost of its own, one durable
-queue; {result['messages']:,} messages over 20 keys per run, {result['reps']} runs per figure,
+queue; {result["messages"]:,} messages over 20 keys per run, {result["reps"]} runs per figure,
 interleaved). The relay runs as `skipqueue_relay --burst` processes timed from their start to
 an empty outbox; the raw reference is a pika loop publishing the same bodies and properties
 (persistent, `mandatory`, `message_id`, headers) with publisher confirms, in as many spawned
@@ -54,6 +54,6 @@ transaction 50 ms apart, timed from the commit's return to a consumer's receipt)
 reaches the idle relay at once; without it the relay would look every
 `SKIPQUEUE_OUTBOX_IDLE_POLL_SECONDS` (1 s).
 
-Write cost, one transaction with one event: `publish()` {writes['publish']:,.0f} µs, `enqueue()` of
-a job for the same event {writes['enqueue']:,.0f} µs.
+Write cost, one transaction with one event: `publish()` {writes["publish"]:,.0f} µs, `enqueue()` of
+a job for the same event {writes["enqueue"]:,.0f} µs.
 """
