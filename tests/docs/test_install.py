@@ -79,6 +79,9 @@ def test_the_tutorial_shows_what_a_new_user_meets():
     # A job fails, and the admin's failed-job list shows it.
     assert re.search(r"attempt=2 status=failed .*error=shop\.models\.Order\.DoesNotExist", text)
     assert "admin page /admin/django_skipqueue/job/?status__exact=failed shows" in text
+    # ... and retries it there; the next worker runs the added attempt.
+    assert "admin action retry_failed on /admin/django_skipqueue/job/?status__exact=failed" in text
+    assert re.search(r"job=3 .* attempt=3 status=failed", text)
     # django-environ's DATABASE_URL, with the reason it is installed.
     assert f'env.db("DATABASE_URL", default="{TUTORIAL_DATABASE_URL}")' in mysql_part
 

@@ -38,6 +38,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
+from urllib.request import Request
 
 from tests.support import projects
 from tests.support.docpages import Block, Directive, items
@@ -252,6 +254,9 @@ class Runner(ReaderProcesses):
             self.stop("runworkers", signal.SIGINT)
         elif directive.text == "admin pages":
             self.visit_admin(page)
+        elif directive.text.startswith("admin action "):
+            action, _, path = directive.text.removeprefix("admin action ").partition(" on ")
+            self.run_admin_action(action, path)
         elif directive.text.startswith("admin page "):
             path, _, text = directive.text.removeprefix("admin page ").partition(" shows ")
             assert text in self.admin_page(path), f"{page.name}:{directive.line}: no {text!r}"
@@ -298,6 +303,23 @@ class Runner(ReaderProcesses):
         assert response.status == 200, path
         assert 'name="password"' not in body, f"{path} shows the login form"
         return body
+
+    def run_admin_action(self, action: str, path: str) -> None:
+        """Select every job the list at ``path`` shows, choose ``action`` and click Run."""
+        assert self.credentials, "the page must create a superuser before its admin pages"
+        opener = login(self.port, *self.credentials)
+        body = self.admin_page(path, opener)
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', body)
+        selected = re.findall(r'name="_selected_action" value="(\d+)"', body)
+        assert token and selected, f"no job to select at {path}"
+        form = [("csrfmiddlewaretoken", token.group(1)), ("action", action), ("index", "0")]
+        form += [("_selected_action", job) for job in selected]
+        url = f"http://127.0.0.1:{self.port}{path}"
+        request = Request(url, data=urlencode(form).encode(), headers={"Referer": url})
+        with opener.open(request, timeout=30) as response:
+            shown = response.read().decode()
+        self.log.append(f"POST {path} action={action} jobs={selected} -> {response.status}")
+        assert 'class="success"' in shown, f"{action} on {selected} reported no success"
 
     # Helpers
 
