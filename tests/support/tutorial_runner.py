@@ -38,15 +38,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
-from urllib.request import Request
 
 from tests.support import projects
 from tests.support.docpages import Block, Directive, items
-from tests.support.reader_processes import ReaderProcesses, free_port, login, wait_for_port
+from tests.support.reader_admin import ReaderAdmin
+from tests.support.reader_processes import ReaderProcesses, free_port, wait_for_port
 
 FILE_MARKER = re.compile(r"^# (\S+?)(: add at the end)?( \(SQLite only\))?$")
-LOCAL_URL = re.compile(r"http://127\.0\.0\.1:8000(/admin/\S*?)(?=[>\s)`]|$)")
 #: pip distribution name -> the module that proves it is installed.
 MODULES = {"django-skipqueue": "django_skipqueue", "pytest-django": "pytest_django"}
 #: The project name of a requirement: ``name @ url``, a directory, or a plain name.
@@ -77,7 +75,7 @@ sys.exit(1 if runner.failures else 0)
 
 
 @dataclass
-class Runner(ReaderProcesses):
+class Runner(ReaderProcesses, ReaderAdmin):
     """The state of one reader going through pages: directory, processes, project database."""
 
     root: Path
@@ -286,41 +284,6 @@ class Runner(ReaderProcesses):
         self.run(shlex.join(["python", "manage.py", "shell", "-c", code]), None)
         self.checks.append(script)
 
-    def visit_admin(self, page: Path) -> None:
-        """Log in as the superuser the page created, and open every admin URL it names."""
-        assert self.credentials, "the page must create a superuser before its admin pages"
-        opener = login(self.port, *self.credentials)
-        for path in sorted(set(LOCAL_URL.findall(page.read_text()))):
-            self.admin_page(path, opener)
-
-    def admin_page(self, path: str, opener: Any = None) -> str:
-        """The body of an admin page, read as the page's superuser (200, not the login form)."""
-        assert self.credentials, "the page must create a superuser before its admin pages"
-        opener = opener or login(self.port, *self.credentials)
-        with opener.open(f"http://127.0.0.1:{self.port}{path}", timeout=30) as response:
-            body = response.read().decode()
-        self.log.append(f"GET {path} -> {response.status}")
-        assert response.status == 200, path
-        assert 'name="password"' not in body, f"{path} shows the login form"
-        return body
-
-    def run_admin_action(self, action: str, path: str) -> None:
-        """Select every job the list at ``path`` shows, choose ``action`` and click Run."""
-        assert self.credentials, "the page must create a superuser before its admin pages"
-        opener = login(self.port, *self.credentials)
-        body = self.admin_page(path, opener)
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', body)
-        selected = re.findall(r'name="_selected_action" value="(\d+)"', body)
-        assert token and selected, f"no job to select at {path}"
-        form = [("csrfmiddlewaretoken", token.group(1)), ("action", action), ("index", "0")]
-        form += [("_selected_action", job) for job in selected]
-        url = f"http://127.0.0.1:{self.port}{path}"
-        request = Request(url, data=urlencode(form).encode(), headers={"Referer": url})
-        with opener.open(request, timeout=30) as response:
-            shown = response.read().decode()
-        self.log.append(f"POST {path} action={action} jobs={selected} -> {response.status}")
-        assert 'class="success"' in shown, f"{action} on {selected} reported no success"
-
     # Helpers
 
     def replace(self, text: str) -> str:
@@ -328,12 +291,6 @@ class Runner(ReaderProcesses):
         for old, new in self.replacements.items():
             text = text.replace(old, new)
         return text
-
-    def remember_credentials(self, command: str) -> None:
-        password = re.search(r"DJANGO_SUPERUSER_PASSWORD=(\S+)", command)
-        username = re.search(r"--username (\S+)", command)
-        if password and username:
-            self.credentials = (username.group(1), password.group(1))
 
 
 def requirement_name(requirement: str) -> str:
