@@ -8,36 +8,33 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db import models
-from django.db.models import Case, F, Value, When
 
 from django_skipqueue.db import statements
-from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_skipqueue.db.clock import DatabaseNow
 from django_skipqueue.db.statements import slot_float, slot_int, slot_str
 from django_skipqueue.db.transactions import retry_whole_transaction, short_transaction
+from django_skipqueue.states import FINISHED_STATUSES, JobStatus
 
 if TYPE_CHECKING:
     from django_skipqueue.models import Job
 
 logger = logging.getLogger("django_skipqueue.claim")
 
-# Importing models here would be circular; the manager reads the statuses lazily.
-READY, SCHEDULED, CLAIMED = "ready", "scheduled", "claimed"
-FINISHED = ("succeeded", "failed", "cancelled")
 CLAIM_ORDER = ("priority_rank", "id")
 
 
 class JobQuerySet(models.QuerySet["Job"]):
     def ready(self) -> JobQuerySet:
-        return self.filter(status=READY)
+        return self.filter(status=JobStatus.READY)
 
     def scheduled(self) -> JobQuerySet:
-        return self.filter(status=SCHEDULED)
+        return self.filter(status=JobStatus.SCHEDULED)
 
     def claimed(self) -> JobQuerySet:
-        return self.filter(status=CLAIMED)
+        return self.filter(status=JobStatus.CLAIMED)
 
     def finished(self) -> JobQuerySet:
-        return self.filter(status__in=FINISHED)
+        return self.filter(status__in=FINISHED_STATUSES)
 
     def in_queue(self, queue_name: str) -> JobQuerySet:
         return self.filter(queue_name=queue_name)
@@ -104,6 +101,16 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
             if wanted <= 0:
                 break
             claimed_ids += self._claim_with_retry(queue_name, wanted, owner, lease)
+        return self._read_claimed(claimed_ids, owner)
+
+    def claim_from(
+        self, queue_name: str, *, limit: int, owner: str, lease: float | None = None
+    ) -> list[Job]:
+        """Claim from one queue, paused or not: a worker checks its queues once a round."""
+        return self._read_claimed(self._claim_with_retry(queue_name, limit, owner, lease), owner)
+
+    def _read_claimed(self, claimed_ids: list[int], owner: str) -> list[Job]:
+        """Read the claimed rows after the commit, in claim order; log those taken over."""
         if not claimed_ids:
             return []
         by_id = {job.pk: job for job in self._fetch(claimed_ids, owner)}
@@ -143,6 +150,8 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
             return statements.compile_select(self.claimable(slot_str(0))[:limit], 1)
 
     def _mark(self, count: int, lease: float | None) -> statements.Statement:
+        from django_skipqueue.transitions import claimed_fields  # it imports the models
+
         rows = self.filter(pk__in=[slot_int(i) for i in range(count)])
         fields = claimed_fields(slot_str(count), None if lease is None else slot_float(count + 1))
         return statements.compile_update(rows, fields, count + (1 if lease is None else 2))
@@ -163,7 +172,7 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
                 self.filter(
                     pk__in=[slot_int(i) for i in range(count)],
                     owner=slot_str(count),
-                    status=CLAIMED,
+                    status=JobStatus.CLAIMED,
                 ),
                 count + 1,
             ),
@@ -190,28 +199,3 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
         """
         locking = queryset.select_for_update(skip_locked=True)
         return list(locking.values_list(*fields)[:limit])
-
-
-def claimed_fields(owner: str, lease: float | None) -> dict[str, object]:
-    """Return the UPDATE assignments that turn a ready row into a leased claim."""
-    now = DatabaseNow()
-    return {
-        "status": CLAIMED,
-        "owner": owner,
-        "lease_until": DatabaseNowPlus(F("lease_seconds") if lease is None else lease),
-        "attempts": F("attempts") + 1,
-        "started_at": Case(When(started_at__isnull=True, then=now), default=F("started_at")),
-        "last_attempted_at": now,
-    }
-
-
-def released_fields() -> dict[str, object]:
-    """Return the assignments that give a claimed, never-started job back without cost."""
-    # started_at first: MySQL evaluates SET left to right, so it must see the old attempts.
-    return {
-        "started_at": Case(When(attempts__lte=1, then=Value(None)), default=F("started_at")),
-        "status": READY,
-        "owner": None,
-        "lease_until": None,
-        "attempts": F("attempts") - 1,
-    }

@@ -1,77 +1,258 @@
-"""Fenced transitions out of CLAIMED: one UPDATE guarded by id, owner and attempt.
+"""The fenced UPDATEs, single and batched: the only code that writes a job's status.
 
-If the UPDATE matches no row the lease was lost (reaped, or taken over after it expired):
-the caller changes nothing and counts it. Django's MySQL backend sets CLIENT.FOUND_ROWS,
-so ``update()`` returns rows *matched*, which is what the fence needs.
+Each function applies transitions of ``states.py`` (numbered as in
+docs/discussions/job-states.md) and writes only what they declare. A transition out of CLAIMED
+is fenced: guarded by id, owner and attempt (the lease token). If the UPDATE matches no row the
+lease was lost (reaped, or taken over after it expired): the caller changes nothing and counts
+it. Django's MySQL backend sets CLIENT.FOUND_ROWS, so ``update()`` returns rows *matched*,
+which is what the fence needs. Enqueue (1, 2) inserts whole rows (enqueue.py) and the purge (13)
+deletes them (maintenance/archive.py): neither is an UPDATE.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from functools import reduce
+from operator import or_
 from typing import Any
 
+from django.db.models import Case, F, JSONField, Q, QuerySet, Value, When
+from django.db.models.functions import Cast, Greatest
+
+from django_skipqueue.db import statements
 from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
-from django_skipqueue.managers import CLAIMED, READY, SCHEDULED, JobQuerySet, released_fields
-from django_skipqueue.models import Job, JobStatus
+from django_skipqueue.db.statements import slot_int, slot_json, slot_str
+from django_skipqueue.managers import JobQuerySet
+from django_skipqueue.models import Job
+from django_skipqueue.states import CANCEL_RUNNING, RETRY_NOW, JobStatus, Step, retry_after
+
+#: Rows a caller has locked (and guarded) for a batched transition.
+Rows = QuerySet[Job, Job]
 
 
 def fenced(job: Job) -> JobQuerySet:
     """Return a queryset matching ``job`` only while its holder still owns this attempt."""
     return Job.objects.using(job._state.db or "default").filter(
-        pk=job.pk, owner=job.owner, attempts=job.attempts, status=CLAIMED
+        pk=job.pk, owner=job.owner, attempts=job.attempts, status=JobStatus.CLAIMED
     )
 
 
-def succeed(job: Job, return_value: Any) -> bool:
-    """Record success; return False if the lease was lost."""
-    return _apply(job, status=JobStatus.SUCCEEDED, return_value=return_value, **_closing(job))
+# 3 promote, 4 claim, 8 release: ready and back.
 
 
-def fail(job: Job, error: dict[str, str], *, retry_in: float | None) -> bool:
-    """Record a failed attempt, scheduling a retry in ``retry_in`` seconds if given."""
-    fields: dict[str, Any] = {"errors": [*job.errors, error], **_after_attempt(job)}
-    if retry_in is None:
-        fields.update(status=JobStatus.FAILED, finished_at=DatabaseNow())
-    elif retry_in <= 0:
-        fields.update(status=READY, owner=None)
-    else:
-        fields.update(status=SCHEDULED, owner=None, run_after=DatabaseNowPlus(retry_in))
-    return _apply(job, **fields)
+def promote(rows: Rows) -> int:
+    """Make the due scheduled jobs of ``rows`` (locked by the caller) ready (3)."""
+    return rows.filter(status=JobStatus.SCHEDULED).update(status=JobStatus.READY)
 
 
-def cancel_running(job: Job, error: dict[str, str]) -> bool:
-    """Record that a running job stopped because its cancellation was requested."""
-    return _apply(job, status=JobStatus.CANCELLED, errors=[*job.errors, error], **_closing(job))
+def claimed_fields(owner: Any, lease: Any) -> dict[str, object]:
+    """Return what a claim (4) writes; the manager compiles it into the claim statement."""
+    now = DatabaseNow()
+    return {
+        "status": JobStatus.CLAIMED,
+        "owner": owner,
+        "lease_until": DatabaseNowPlus(F("lease_seconds") if lease is None else lease),
+        "attempts": F("attempts") + 1,
+        "started_at": Case(When(started_at__isnull=True, then=now), default=F("started_at")),
+        "last_attempted_at": now,
+    }
 
 
 def release(job: Job) -> bool:
-    """Give a claimed job that never started back to the queue without spending an attempt."""
-    return _apply(job, **released_fields())
+    """Give a claimed job that never started back without spending an attempt (8)."""
+    # started_at first: MySQL evaluates SET left to right, so it must see the old attempts.
+    return _apply(
+        job,
+        started_at=Case(When(attempts__lte=1, then=Value(None)), default=F("started_at")),
+        status=JobStatus.READY,
+        owner=None,
+        lease_until=None,
+        attempts=F("attempts") - 1,
+    )
+
+
+# 5 to 10: how an attempt ends, fenced on the lease token.
+
+
+def succeed(job: Job, return_value: Any) -> bool:
+    """Record success (5); return False if the lease was lost."""
+    fields = {"worker_ids": [*job.worker_ids, job.owner], "lease_until": None}
+    return _apply(
+        job,
+        status=JobStatus.SUCCEEDED,
+        return_value=return_value,
+        finished_at=DatabaseNow(),
+        **fields,
+    )
+
+
+def fail(job: Job, error: dict[str, str], *, retry_in: float | None) -> bool:
+    """End a failed attempt: retry in ``retry_in`` seconds (6, 7), or fail for good (9)."""
+    return end_attempt(job, error, retry_after(retry_in))
+
+
+def cancel_running(job: Job, error: dict[str, str]) -> bool:
+    """Record that a running job stopped because its cancellation was requested (10)."""
+    return end_attempt(job, error, Step(CANCEL_RUNNING))
+
+
+def end_attempt(job: Job, error: dict[str, str], step: Step) -> bool:
+    """Apply ``step`` (6, 7, 9 or 10) to the worker's attempt that did not succeed."""
+    return _apply(job, **_attempt_over(job.errors, job.worker_ids, job.owner, error, step))
 
 
 def interrupt(job: Job, error: dict[str, str]) -> bool:
-    """Give back a job whose attempt began but was cut short by its worker's stop.
+    """Give back a job whose attempt began but was cut short by its worker's stop (7).
 
     The attempt counts: its error and worker id are added, and ``started_at`` and
     ``attempts`` stay. The job is ready again at once, with one more attempt if that was its
     last: the stop was the worker's, not the job's.
     """
-    return _apply(
-        job,
-        status=READY,
-        owner=None,
-        errors=[*job.errors, error],
-        max_attempts=max(job.max_attempts, job.attempts + 1),
-        **_after_attempt(job),
-    )
+    fields = _attempt_over(job.errors, job.worker_ids, job.owner, error, Step(RETRY_NOW, 0.0))
+    return _apply(job, **fields, max_attempts=max(job.max_attempts, job.attempts + 1))
 
 
-def _after_attempt(job: Job) -> dict[str, Any]:
-    return {"worker_ids": [*job.worker_ids, job.owner], "lease_until": None}
+def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step: Step) -> int:
+    """Apply ``step`` to an expired lease (the reaper: 6, 7, 9 or 10); return rows written.
+
+    ``row`` holds the fence as the reaper read it; the lease must still be expired, so a
+    worker that renewed it meanwhile keeps its job. The owner is cleared in every case.
+    """
+    fields = _attempt_over(row["errors"], row["worker_ids"], row["owner"], error, step)
+    rows = Job.objects.using(using).expired()
+    fence = rows.filter(pk=row["pk"], owner=row["owner"], attempts=row["attempts"])
+    return fence.update(**{**fields, "owner": None})
 
 
-def _closing(job: Job) -> dict[str, Any]:
-    return {**_after_attempt(job), "finished_at": DatabaseNow()}
+def _attempt_over(
+    errors: list[Any], worker_ids: list[Any], owner: str | None, error: Any, step: Step
+) -> dict[str, Any]:
+    """Return what an attempt that did not succeed writes for ``step``'s transition."""
+    fields: dict[str, Any] = {
+        "status": step.status,
+        "errors": [*errors, error],
+        "worker_ids": [*worker_ids, owner],
+        "lease_until": None,
+    }
+    if not step.retried:
+        return {**fields, "finished_at": DatabaseNow()}
+    if step.delay:
+        fields["run_after"] = DatabaseNowPlus(step.delay)
+    return {**fields, "owner": None}
 
 
 def _apply(job: Job, **fields: Any) -> bool:
     return fenced(job).update(**fields) == 1
+
+
+# 5, batched: many successes of one owner, one fenced UPDATE.
+
+
+def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool]:
+    """Record the success of ``jobs`` (one owner); return, per job, whether it was written.
+
+    One UPDATE per batch instead of one per job, still fenced per row: a row is written only
+    while it is claimed by this owner at the attempt the worker ran (``(id = a AND attempts =
+    x) OR (id = b AND ...)``). Run it inside a transaction: if the fence rejected some rows,
+    the rows this owner has just marked are still locked by it, so reading them back is exact.
+    """
+    if not jobs:
+        return []
+    using, owner = jobs[0]._state.db or "default", jobs[0].owner
+    if any(job.owner != owner for job in jobs):
+        raise ValueError("succeed_many() records the jobs of one owner at a time.")
+    same = _uniform(jobs, return_values)
+    # The usual batch: every job returned the same value on its first attempt. Plain
+    # assignments then, instead of a CASE per row that MySQL evaluates for every row.
+    key = ("succeed-many-same" if same else "succeed-many", len(jobs))
+    statement = statements.cached(using, key, lambda: _compile(len(jobs), same=same))
+    values: list[Any] = [owner]
+    for job, return_value in zip(jobs, return_values, strict=True):
+        values += [job.pk, job.attempts, return_value, [*job.worker_ids, job.owner]]
+    if statements.execute(using, statement, values) == len(jobs):
+        return [True] * len(jobs)
+    return _written(jobs, using)
+
+
+def _uniform(jobs: Sequence[Job], return_values: Sequence[Any]) -> bool:
+    """Tell whether every job gets the same return value and the same worker ids."""
+    first_value, first_ids = return_values[0], jobs[0].worker_ids
+    return all(
+        job.worker_ids == first_ids and _same_json(value, first_value)
+        for job, value in zip(jobs, return_values, strict=True)
+    )
+
+
+def _same_json(value: Any, other: Any) -> bool:
+    # Python says 1 == True == 1.0; JSON does not.
+    return type(value) is type(other) and (
+        value is other or json.dumps(value) == json.dumps(other)
+    )
+
+
+def _compile(count: int, *, same: bool) -> statements.Statement:
+    """Build the UPDATE for ``count`` jobs with the ORM; slot 0 is the owner, then 4 per job."""
+    ids = [slot_int(1 + 4 * i) for i in range(count)]
+    fence = reduce(or_, (Q(pk=pk, attempts=slot_int(2 + 4 * i)) for i, pk in enumerate(ids)))
+    rows = Job.objects.filter(fence, status=JobStatus.CLAIMED, owner=slot_str(0))
+    fields = {
+        "status": JobStatus.SUCCEEDED,
+        "return_value": _json(3) if same else _per_row(ids, 3),
+        "worker_ids": _json(4) if same else _per_row(ids, 4),
+        "lease_until": None,
+        "finished_at": DatabaseNow(),
+    }
+    # In the uniform statement the first job's values stand for every job's.
+    unused = [slot for i in range(1, count) for slot in (3 + 4 * i, 4 + 4 * i)] if same else []
+    return statements.compile_update(rows, fields, 1 + 4 * count, unused=unused)
+
+
+def _json(slot: int) -> Cast:
+    return Cast(Value(slot_json(slot)), JSONField())
+
+
+def _per_row(ids: list[int], offset: int) -> Case:
+    """CASE id WHEN ... THEN <this job's JSON value> END, for one JSON column."""
+    whens = [
+        When(pk=pk, then=Cast(Value(slot_json(offset + 4 * i)), JSONField()))
+        for i, pk in enumerate(ids)
+    ]
+    return Case(*whens, output_field=JSONField())
+
+
+def _written(jobs: Sequence[Job], using: str) -> list[bool]:
+    """Tell which jobs the UPDATE wrote: succeeded under this owner at this attempt."""
+    rows = Job.objects.using(using).filter(
+        pk__in=[job.pk for job in jobs], owner=jobs[0].owner, status=JobStatus.SUCCEEDED
+    )
+    done = set(rows.values_list("pk", "attempts"))
+    return [(job.pk, job.attempts) in done for job in jobs]
+
+
+# 11 cancel, 12 retry: an operator's changes, on rows the admin locked with their guard.
+
+
+def cancel_waiting(rows: Rows, errors: list[Any]) -> int:
+    """Cancel one waiting job (11): ``rows`` is its guarded queryset, ``errors`` its new list."""
+    return rows.filter(status__in=(JobStatus.READY, JobStatus.SCHEDULED)).update(
+        status=JobStatus.CANCELLED, finished_at=DatabaseNow(), errors=errors
+    )
+
+
+def retry_failed(rows: Rows) -> int:
+    """Move the failed jobs of ``rows`` back to ready (12), one more attempt each.
+
+    The attempt counter is kept, because it is part of the lease fence and numbers the stored
+    errors; the job gets one attempt more than it has spent instead (or keeps its unspent
+    ones, if it failed early on an error that is not retried).
+    """
+    return rows.filter(status=JobStatus.FAILED).update(
+        status=JobStatus.READY,
+        owner=None,
+        lease_until=None,
+        run_after=None,
+        finished_at=None,
+        cancel_requested=False,
+        max_attempts=Greatest(F("max_attempts"), F("attempts") + 1),
+    )

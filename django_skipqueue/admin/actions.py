@@ -16,7 +16,7 @@ from django.template.response import TemplateResponse
 
 from django_skipqueue.admin import operations
 from django_skipqueue.admin.listing import COUNT_CAP
-from django_skipqueue.admin.operations import JobQuery, Outcome, Recorder
+from django_skipqueue.admin.operations import JobQuery, Recorder, Report
 from django_skipqueue.models import Job
 
 #: Actions offered on the job page too (Django returns to the page afterwards).
@@ -31,11 +31,11 @@ BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
 )
 def retry_failed(model_admin: Any, request: HttpRequest, queryset: JobQuery) -> None:
     """Move the selected failed jobs back to ready, one more attempt each."""
-    outcome = operations.retry_failed(
+    report = operations.retry_failed(
         queryset, _recorder(request, CHANGE, "Retried: failed -> ready.")
     )
-    _report(model_admin, request, outcome, "retried", "failed")
-    for pk in outcome.key_conflicts:
+    _report(model_admin, request, report, "retried", "failed")
+    for pk in report.key_conflicts:
         model_admin.message_user(
             request,
             f"Job {pk} was not retried: another live job holds its idempotency key.",
@@ -71,9 +71,9 @@ def cancel_waiting(model_admin: Any, request: HttpRequest, queryset: JobQuery) -
 def request_cancellation(model_admin: Any, request: HttpRequest, queryset: JobQuery) -> None:
     """Ask the workers of the selected running jobs to stop them."""
     record = _recorder(request, CHANGE, "Cancellation requested (the worker stops the job).")
-    outcome = operations.request_cancellation(queryset, record)
+    report = operations.request_cancellation(queryset, record)
     _report(
-        model_admin, request, outcome, "asked to stop", "running without a cancellation request"
+        model_admin, request, report, "asked to stop", "running without a cancellation request"
     )
 
 
@@ -84,8 +84,8 @@ def delete_finished(
     """Delete the selected finished jobs, after a confirmation page."""
     if request.POST.get("post") != "yes":
         return _confirm_delete(model_admin, request, queryset)
-    outcome = operations.delete_finished(queryset, _recorder(request, DELETION, ""))
-    _report(model_admin, request, outcome, "deleted", "finished")
+    report = operations.delete_finished(queryset, _recorder(request, DELETION, ""))
+    _report(model_admin, request, report, "deleted", "finished")
     return None
 
 
@@ -122,19 +122,17 @@ def _recorder(request: HttpRequest, flag: int, message: str) -> Recorder:
     return record
 
 
-def _report(
-    model_admin: Any, request: HttpRequest, outcome: Outcome, verb: str, state: str
-) -> None:
+def _report(model_admin: Any, request: HttpRequest, report: Report, verb: str, state: str) -> None:
     """Say how many jobs were changed, and how many selected ones were left alone."""
-    if outcome.changed:
-        model_admin.message_user(request, f"{_jobs(outcome.changed)} {verb}.", messages.SUCCESS)
+    if report.changed:
+        model_admin.message_user(request, f"{_jobs(report.changed)} {verb}.", messages.SUCCESS)
     if request.POST.get("select_across") == "1":
-        if not outcome.changed and not outcome.key_conflicts:
+        if not report.changed and not report.key_conflicts:
             model_admin.message_user(
                 request, f"No matching job was {state}: nothing changed.", messages.WARNING
             )
         return
-    skipped = _selected_count(request) - outcome.changed - len(outcome.key_conflicts)
+    skipped = _selected_count(request) - report.changed - len(report.key_conflicts)
     if skipped > 0:
         were = "job was" if skipped == 1 else "jobs were"
         model_admin.message_user(

@@ -29,10 +29,18 @@ def throughput_chart(points: Sequence[MinutePoint], label: str) -> SafeString:
         '<svg class="skipqueue-chart" viewBox="0 0 {} {}" width="{}" height="{}" role="img" '
         'aria-label="{}: {} succeeded, {} failed in the last {} minutes">'
         "<title>{}</title>{}{}</svg>",
-        WIDTH, HEIGHT, WIDTH, HEIGHT,
-        label, total_ok, total_failed, len(points),
-        label, _axes(scale, points), bars,
-    )  # fmt: skip
+        WIDTH,
+        HEIGHT,
+        WIDTH,
+        HEIGHT,
+        label,
+        total_ok,
+        total_failed,
+        len(points),
+        label,
+        _axes(scale, points),
+        bars,
+    )
 
 
 def _bar(index: int, point: MinutePoint, slot: float, scale: int) -> SafeString:
@@ -47,10 +55,15 @@ def _bar(index: int, point: MinutePoint, slot: float, scale: int) -> SafeString:
         '<g><title>{}</title><rect class="succeeded" x="{}" y="{}" width="{}" height="{}"/>'
         '<rect class="failed" x="{}" y="{}" width="{}" height="{}"/></g>',
         tip,
-        f"{x:.1f}", f"{base - ok_height:.1f}", f"{width:.1f}", f"{ok_height:.1f}",
-        f"{x:.1f}", f"{base - ok_height - failed_height:.1f}", f"{width:.1f}",
+        f"{x:.1f}",
+        f"{base - ok_height:.1f}",
+        f"{width:.1f}",
+        f"{ok_height:.1f}",
+        f"{x:.1f}",
+        f"{base - ok_height - failed_height:.1f}",
+        f"{width:.1f}",
         f"{failed_height:.1f}",
-    )  # fmt: skip
+    )
 
 
 def _axes(scale: int, points: Sequence[MinutePoint]) -> SafeString:
@@ -62,11 +75,22 @@ def _axes(scale: int, points: Sequence[MinutePoint]) -> SafeString:
         '<text x="{}" y="{}" text-anchor="end">{}/min</text>'
         '<text x="{}" y="{}" text-anchor="end">0</text>'
         '<text x="{}" y="{}">{}</text><text x="{}" y="{}" text-anchor="end">{}</text>',
-        LEFT, base, WIDTH, base,
-        LEFT - 4, TOP + 8, scale,
-        LEFT - 4, base,
-        LEFT, HEIGHT - 3, first, WIDTH, HEIGHT - 3, last,
-    )  # fmt: skip
+        LEFT,
+        base,
+        WIDTH,
+        base,
+        LEFT - 4,
+        TOP + 8,
+        scale,
+        LEFT - 4,
+        base,
+        LEFT,
+        HEIGHT - 3,
+        first,
+        WIDTH,
+        HEIGHT - 3,
+        last,
+    )
 
 
 def _nice_ceiling(value: int) -> int:

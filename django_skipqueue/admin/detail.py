@@ -116,7 +116,9 @@ def attempts(job: Job) -> str:
 def status_badge(job: Job) -> SafeString:
     """Render the status as a coloured label (the colour is also in the word)."""
     label = JobStatus(job.status).label if job.status in JobStatus.values else job.status
-    extra = " (cancel requested)" if job.cancel_requested and job.status == "claimed" else ""
+    extra = (
+        " (cancel requested)" if job.cancel_requested and job.status == JobStatus.CLAIMED else ""
+    )
     return format_html(
         '<span class="skipqueue-status skipqueue-status-{}">{}{}</span>', job.status, label, extra
     )

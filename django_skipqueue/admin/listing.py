@@ -16,15 +16,13 @@ from typing import Any
 
 from django.contrib import admin
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from django_skipqueue.admin.operations import JobQuery
 from django_skipqueue.admin.queues import configured_queues
 from django_skipqueue.db.counting import Count, capped_count
 from django_skipqueue.models import Job, JobStatus
-
-JobQuery = QuerySet[Job, Job]
 
 #: The job list counts at most this many rows; past it, it says "more than".
 COUNT_CAP = 10_000

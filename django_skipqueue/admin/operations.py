@@ -14,13 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, QuerySet
-from django.db.models.functions import Greatest
+from django.db.models import Q, QuerySet
 
-from django_skipqueue import wakeup
-from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue import transitions, wakeup
 from django_skipqueue.exceptions import JobCancelled
 from django_skipqueue.models import FINISHED_STATUSES, Job, JobStatus
+from django_skipqueue.retries import message_record
 
 #: Jobs changed per transaction: small enough that no lock is held for long.
 CHUNK = 500
@@ -32,26 +31,13 @@ WAITING = Q(status__in=(JobStatus.READY, JobStatus.SCHEDULED))
 RUNNING = Q(status=JobStatus.CLAIMED, cancel_requested=False)
 FINISHED = Q(status__in=FINISHED_STATUSES)
 
-#: How a retried job starts again. The attempt counter is kept, because it is part of the
-#: lease fence and numbers the stored errors; the job gets one attempt more than it has spent
-#: instead (or keeps its unspent ones, if it failed early on an error that is not retried).
-RETRY_FIELDS = {
-    "status": JobStatus.READY,
-    "owner": None,
-    "lease_until": None,
-    "run_after": None,
-    "finished_at": None,
-    "cancel_requested": False,
-    "max_attempts": Greatest(F("max_attempts"), F("attempts") + 1),
-}
-
 JobQuery = QuerySet[Job, Job]
 #: Called inside each chunk's transaction with the jobs it changed (as they now are).
 Recorder = Callable[[list[Job]], None]
 
 
 @dataclass
-class Outcome:
+class Report:
     """What an operation changed, and which jobs it refused and why."""
 
     changed: int = 0
@@ -60,11 +46,11 @@ class Outcome:
 
 
 #: Changes one chunk (rows: the chunk's ids with the guard) and returns the jobs it changed.
-Change = Callable[[JobQuery, Outcome], list[Job]]
+Change = Callable[[JobQuery, Report], list[Job]]
 
 
-def retry_failed(queryset: JobQuery, record: Recorder) -> Outcome:
-    """Move the failed jobs of ``queryset`` back to ready (see RETRY_FIELDS), and wake workers."""
+def retry_failed(queryset: JobQuery, record: Recorder) -> Report:
+    """Move the failed jobs of ``queryset`` back to ready, one more attempt each; wake workers."""
 
     def record_and_wake(jobs: list[Job]) -> None:
         record(jobs)
@@ -73,28 +59,25 @@ def retry_failed(queryset: JobQuery, record: Recorder) -> Outcome:
     return _in_chunks(queryset, FAILED, _retry, record_and_wake)
 
 
-def cancel_waiting(queryset: JobQuery, record: Recorder, note: str) -> Outcome:
+def cancel_waiting(queryset: JobQuery, record: Recorder, note: str) -> Report:
     """Cancel the ready and scheduled jobs of ``queryset``; ``note`` becomes their last error."""
-    path = f"{JobCancelled.__module__}.{JobCancelled.__qualname__}"
-    error = {"exception_class_path": path, "traceback": f"{path}: {note}\n"}
+    error = message_record(JobCancelled, note)
 
-    def cancel(rows: JobQuery, outcome: Outcome) -> list[Job]:
+    def cancel(rows: JobQuery, report: Report) -> list[Job]:
         jobs = _lock(rows, "errors")
         for job in jobs:
             job.errors = [*job.errors, error]
-            rows.filter(pk=job.pk).update(
-                status=JobStatus.CANCELLED, finished_at=DatabaseNow(), errors=job.errors
-            )
+            transitions.cancel_waiting(rows.filter(pk=job.pk), job.errors)
             job.status = JobStatus.CANCELLED
         return jobs
 
     return _in_chunks(queryset, WAITING, cancel, record)
 
 
-def request_cancellation(queryset: JobQuery, record: Recorder) -> Outcome:
+def request_cancellation(queryset: JobQuery, record: Recorder) -> Report:
     """Ask the workers running the claimed jobs of ``queryset`` to stop them."""
 
-    def flag(rows: JobQuery, outcome: Outcome) -> list[Job]:
+    def flag(rows: JobQuery, report: Report) -> list[Job]:
         jobs = _lock(rows)
         _only(rows, jobs).update(cancel_requested=True)
         for job in jobs:
@@ -104,10 +87,10 @@ def request_cancellation(queryset: JobQuery, record: Recorder) -> Outcome:
     return _in_chunks(queryset, RUNNING, flag, record)
 
 
-def delete_finished(queryset: JobQuery, record: Recorder) -> Outcome:
+def delete_finished(queryset: JobQuery, record: Recorder) -> Report:
     """Delete the succeeded, failed and cancelled jobs of ``queryset``."""
 
-    def delete(rows: JobQuery, outcome: Outcome) -> list[Job]:
+    def delete(rows: JobQuery, report: Report) -> list[Job]:
         jobs = _lock(rows)
         _only(rows, jobs).delete()
         return jobs
@@ -115,42 +98,42 @@ def delete_finished(queryset: JobQuery, record: Recorder) -> Outcome:
     return _in_chunks(queryset, FINISHED, delete, record)
 
 
-def _retry(rows: JobQuery, outcome: Outcome) -> list[Job]:
+def _retry(rows: JobQuery, report: Report) -> list[Job]:
     """Retry a chunk in one UPDATE, or one by one if an idempotency key is taken."""
     jobs = _lock(rows)
     try:
         with transaction.atomic(using=rows.db):
-            _only(rows, jobs).update(**RETRY_FIELDS)
+            transitions.retry_failed(_only(rows, jobs))
     except IntegrityError:
-        jobs = [job for job in jobs if _retry_one(rows, job, outcome)]
+        jobs = [job for job in jobs if _retry_one(rows, job, report)]
     for job in jobs:
         job.status = JobStatus.READY
     return jobs
 
 
-def _retry_one(rows: JobQuery, job: Job, outcome: Outcome) -> bool:
+def _retry_one(rows: JobQuery, job: Job, report: Report) -> bool:
     try:
         with transaction.atomic(using=rows.db):
-            rows.filter(pk=job.pk).update(**RETRY_FIELDS)
+            transitions.retry_failed(rows.filter(pk=job.pk))
     except IntegrityError:
-        outcome.key_conflicts.append(job.pk)
+        report.key_conflicts.append(job.pk)
         return False
     return True
 
 
-def _in_chunks(queryset: JobQuery, guard: Q, change: Change, record: Recorder) -> Outcome:
+def _in_chunks(queryset: JobQuery, guard: Q, change: Change, record: Recorder) -> Report:
     """Apply ``change`` to the jobs of ``queryset`` that pass ``guard``, chunk by chunk."""
     using = queryset.db
     candidates = queryset.filter(guard).order_by("-pk").values_list("pk", flat=True)
-    outcome, below = Outcome(), None
+    report, below = Report(), None
     while True:
         page = candidates if below is None else candidates.filter(pk__lt=below)
         ids = list(page[:CHUNK])
         if not ids:
-            return outcome
+            return report
         with transaction.atomic(using=using):
-            jobs = change(Job.objects.using(using).filter(guard, pk__in=ids), outcome)
-            outcome.changed += len(jobs)
+            jobs = change(Job.objects.using(using).filter(guard, pk__in=ids), report)
+            report.changed += len(jobs)
             if jobs:
                 record(jobs)
         below = ids[-1]

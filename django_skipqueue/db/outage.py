@@ -47,13 +47,19 @@ class Outage:
         elif text != self.error:
             logger.warning(
                 "database still unreachable database=%s error=%s pid=%s",
-                self.using, text, os.getpid(),
-            )  # fmt: skip
+                self.using,
+                text,
+                os.getpid(),
+            )
         elif now >= self.next_summary_at:
             logger.warning(
                 "database still unreachable database=%s for_s=%.0f failures=%s error=%s pid=%s",
-                self.using, now - self.down_since, self.failures, text, os.getpid(),
-            )  # fmt: skip
+                self.using,
+                now - self.down_since,
+                self.failures,
+                text,
+                os.getpid(),
+            )
         else:
             return
         self.error, self.next_summary_at = text, now + SUMMARY_SECONDS
@@ -64,15 +70,20 @@ class Outage:
             return
         logger.info(
             "database reachable again database=%s after_s=%.1f failures=%s pid=%s",
-            self.using, time.monotonic() - self.down_since, self.failures, os.getpid(),
-        )  # fmt: skip
+            self.using,
+            time.monotonic() - self.down_since,
+            self.failures,
+            os.getpid(),
+        )
         self.down_since, self.failures, self.error = None, 0, ""
 
     def _log_start(self, error: BaseException, text: str) -> None:
         logger.warning(
             "database unreachable, retrying database=%s error=%s pid=%s",
-            self.using, text, os.getpid(),
-        )  # fmt: skip
+            self.using,
+            text,
+            os.getpid(),
+        )
         if not self.traceback_logged:
             # The first one only, and below WARNING: for a refused or lost connection the
             # line above says everything; the traceback helps with anything stranger.

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from django_skipqueue import wakeup
+from django_skipqueue import transitions, wakeup
 from django_skipqueue.conf import get_settings
 from django_skipqueue.db.transactions import retry_whole_transaction
-from django_skipqueue.models import Job, JobStatus
+from django_skipqueue.models import Job
 
 
 def promote(using: str = "default", *, batch: int | None = None) -> int:
@@ -33,6 +33,6 @@ def _promote_batch(using: str, batch: int) -> int:
         rows = Job.objects.db_manager(using).lock_batch(due, ["pk", "queue_name"], batch)
         if rows:
             ids = [pk for pk, _ in rows]
-            Job.objects.using(using).scheduled().filter(pk__in=ids).update(status=JobStatus.READY)
+            transitions.promote(Job.objects.using(using).filter(pk__in=ids))
             wakeup.after_commit(using, {queue_name for _, queue_name in rows})
     return len(rows)

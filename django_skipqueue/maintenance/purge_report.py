@@ -103,8 +103,12 @@ class LogReporter:
     def chunk(self, purge: Purge, report: ChunkReport) -> None:
         logger.debug(
             "purge chunk deleted=%d archived=%d ms=%.0f next_chunk=%d last_id=%d",
-            report.deleted, report.archived, report.seconds * 1000, purge.chunk, report.last_id,
-        )  # fmt: skip
+            report.deleted,
+            report.archived,
+            report.seconds * 1000,
+            purge.chunk,
+            report.last_id,
+        )
 
     def paused(self, purge: Purge, behind: list[LagReading]) -> None:
         now = time.monotonic()

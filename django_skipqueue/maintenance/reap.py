@@ -19,21 +19,46 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from django_skipqueue import wakeup
+from django_skipqueue import transitions, wakeup
 from django_skipqueue.conf import get_settings
-from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus, read_db_now
+from django_skipqueue.db.clock import read_db_now
 from django_skipqueue.db.transactions import retry_whole_transaction
 from django_skipqueue.exceptions import LeaseExpired, TaskNotFound
-from django_skipqueue.models import Job, JobStatus, MaintenanceRun, QueueMinute
-from django_skipqueue.retries import message_record, retry_delay
+from django_skipqueue.models import Job, MaintenanceRun, QueueMinute
+from django_skipqueue.retries import message_record
+from django_skipqueue.states import (
+    CANCEL_RUNNING,
+    FAIL,
+    RETRY_LATER,
+    RETRY_NOW,
+    JobStatus,
+    next_step,
+)
 from django_skipqueue.tasks import resolve_task
 
 logger = logging.getLogger("django_skipqueue.reaper")
 
 #: What the reaper reads of each expired row it locks: the fence and what the update needs.
-REAP_FIELDS = ("pk", "queue_name", "task_path", "owner", "attempts", "max_attempts",
-               "cancel_requested", "lease_until", "errors", "worker_ids")  # fmt: skip
+REAP_FIELDS = (
+    "pk",
+    "queue_name",
+    "task_path",
+    "owner",
+    "attempts",
+    "max_attempts",
+    "cancel_requested",
+    "lease_until",
+    "errors",
+    "worker_ids",
+)
 _TOKEN = secrets.token_hex(4)
+#: The ReapResult counter of each transition a reclaimed lease can take.
+OUTCOMES = {
+    RETRY_LATER: "retried",
+    RETRY_NOW: "retried",
+    FAIL: "failed",
+    CANCEL_RUNNING: "cancelled",
+}
 
 
 @dataclass
@@ -120,42 +145,17 @@ def _reap_batch(using: str, batch: int, runner: str, result: ReapResult) -> int:
 
 def _reclaim(using: str, row: dict[str, Any], runner: str, step: ReapResult) -> None:
     """Apply the fenced transition of one expired row, or count it as fenced off."""
-    outcome, fields = _transition(row, runner)
-    fence = (
-        Job.objects.using(using)
-        .expired()
-        .filter(pk=row["pk"], owner=row["owner"], attempts=row["attempts"])
-    )
-    if fence.update(**fields) != 1:
+    cancel = row["cancel_requested"]
+    backoff = None if cancel else _task_backoff(row["task_path"])
+    ending = next_step(row["attempts"], row["max_attempts"], backoff, cancel_requested=cancel)
+    if transitions.end_lost_lease(using, row, _lease_error(row, runner), ending) != 1:
         step.fenced += 1
         return
+    outcome = OUTCOMES[ending.transition]
     setattr(step, outcome, getattr(step, outcome) + 1)
     step.per_queue[row["queue_name"], outcome] += 1
-    if fields["status"] == JobStatus.READY:
+    if ending.status == JobStatus.READY:
         step.made_ready.add(row["queue_name"])
-
-
-def _transition(row: dict[str, Any], runner: str) -> tuple[str, dict[str, Any]]:
-    """Return the outcome name and the UPDATE assignments for one expired row."""
-    fields: dict[str, Any] = {
-        "errors": [*row["errors"], _lease_error(row, runner)],
-        "worker_ids": [*row["worker_ids"], row["owner"]],
-        "owner": None,
-        "lease_until": None,
-    }
-    if row["cancel_requested"]:
-        return "cancelled", {**fields, "status": JobStatus.CANCELLED, "finished_at": DatabaseNow()}
-    attempt = Job(attempts=row["attempts"], max_attempts=row["max_attempts"])
-    delay = retry_delay(attempt, _task_backoff(row["task_path"]))
-    if delay is None:
-        return "failed", {**fields, "status": JobStatus.FAILED, "finished_at": DatabaseNow()}
-    if delay <= 0:
-        return "retried", {**fields, "status": JobStatus.READY}
-    return "retried", {
-        **fields,
-        "status": JobStatus.SCHEDULED,
-        "run_after": DatabaseNowPlus(delay),
-    }
 
 
 def _lease_error(row: dict[str, Any], runner: str) -> dict[str, str]:

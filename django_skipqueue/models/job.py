@@ -9,26 +9,7 @@ from django.tasks import DEFAULT_TASK_QUEUE_NAME
 from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 
 from django_skipqueue.managers import JobManager
-
-
-class JobStatus(models.TextChoices):
-    # Waiting for run_after; promoted to READY when due, so claims never scan future jobs.
-    SCHEDULED = "scheduled", "Scheduled"
-    # Waiting to be claimed.
-    READY = "ready", "Ready"
-    # Leased by a worker (owner, lease_until) and running or about to run.
-    CLAIMED = "claimed", "Claimed"
-    SUCCEEDED = "succeeded", "Succeeded"
-    # Attempts spent, or an error that is not retried.
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
-
-
-#: States a job can still leave on its own; the rest is history for purge.
-ACTIVE_STATUSES = (JobStatus.SCHEDULED, JobStatus.READY, JobStatus.CLAIMED)
-FINISHED_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
-#: States in which an idempotency key blocks a new job with the same key.
-KEYED_STATUSES = (*ACTIVE_STATUSES, JobStatus.SUCCEEDED)
+from django_skipqueue.states import FINISHED_STATUSES, KEYED_STATUSES, JobStatus
 
 
 class Job(models.Model):

@@ -29,11 +29,29 @@ from datetime import UTC, datetime, timedelta
 #: has ``len(CLAIM_LATENCY_BUCKETS_MS) + 1`` counts: count ``i`` is for latencies ``<= bound i``
 #: (and above bound ``i - 1``); the last count is for everything slower than the last bound.
 CLAIM_LATENCY_BUCKETS_MS: tuple[float, ...] = (
-    0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000,
-)  # fmt: skip
+    0.5,
+    1,
+    2,
+    5,
+    10,
+    20,
+    50,
+    100,
+    200,
+    500,
+    1000,
+    2000,
+    5000,
+)
 COUNTERS = (
-    "claimed", "succeeded", "failed", "retried", "reclaimed", "lost_leases", "claim_queries",
-)  # fmt: skip
+    "claimed",
+    "succeeded",
+    "failed",
+    "retried",
+    "reclaimed",
+    "lost_leases",
+    "claim_queries",
+)
 #: Claim latencies kept for the workers table's p50/p95 ("a recent window").
 RECENT_SAMPLES = 500
 

@@ -3,21 +3,50 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from django_skipqueue.db.clock import DatabaseNowPlus
 from django_skipqueue.models import Job
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.pausing import unpaused
-from django_skipqueue.worker.lifecycle import IdleBackoff
 from django_skipqueue.worker.options import WorkerOptions
 
+#: First pause after an empty claim round; it doubles up to the idle cap.
+FIRST_IDLE_PAUSE = 0.01
 #: A burst worker waits for retries and deferred jobs due within this many seconds.
 BURST_HORIZON = 10.0
 #: A worker that heard a wake-up datagram this recently trusts them to announce new work.
 WAKEUPS_TRUSTED_FOR = 60.0
 
-ClaimInside = Callable[[Callable[[], list[Job]]], list[Job] | None]
+
+class IdleBackoff:
+    """When to claim next: at once while there is work, exponentially later when there is not."""
+
+    def __init__(self, cap: float) -> None:
+        self.cap, self.pause, self.next_claim_at = cap, 0.0, 0.0
+
+    def claimed(self, got: int, wanted: int, *, woken_reliably: bool = False) -> None:
+        """Plan the next claim after one that took ``got`` of ``wanted`` jobs.
+
+        A claim that got fewer than it asked for emptied the queue. Polling alone must then
+        look again soon and back off slowly, or a job enqueued a moment later would wait for
+        the idle cap. A worker that wake-ups reach (``woken_reliably``) hears of that job
+        anyway, so it waits the cap at once: each claim round in the ramp would cost a query
+        for nothing.
+        """
+        if got == wanted:
+            self.pause = 0.0
+        elif woken_reliably:
+            self.pause = self.cap
+        else:
+            self.pause = (
+                FIRST_IDLE_PAUSE if got else min(self.cap, max(FIRST_IDLE_PAUSE, self.pause * 2))
+            )
+        self.next_claim_at = time.monotonic() + self.pause
+
+    @property
+    def backlogged(self) -> bool:
+        """Tell whether the last claim got every job it asked for: more are likely waiting."""
+        return self.pause == 0.0
 
 
 class Claimer:
@@ -33,6 +62,8 @@ class Claimer:
         self.woken_for: set[str] = set()
         #: When the last wake-up datagram arrived (any queue): proof that they reach us.
         self.heard_at = float("-inf")
+        #: The current round polls every queue (rather than answering a wake-up alone).
+        self.polling = True
 
     @property
     def next_claim_at(self) -> float:
@@ -63,26 +94,18 @@ class Claimer:
         recent = time.monotonic() - self.heard_at < WAKEUPS_TRUSTED_FOR
         return self.options.wakeup and recent
 
-    def claim(self, wanted: int, inside: ClaimInside) -> list[Job]:
-        """Claim up to ``wanted`` jobs: the first queue through ``inside`` (which runs it in
-        the transaction that records finished jobs), then the other queues in order.
+    def queues_to_ask(self) -> list[str]:
+        """Start a claim round: return the queues to ask, in order, paused ones left out.
 
         A claim that only a wake-up made due asks the queues it named, not every queue: the
         others were empty at the last poll, and the wake-up is often for a job that another
-        worker has already taken. Nor does it move the poll when it finds nothing, so a
-        stream of wake-ups for one queue never delays the poll of the others.
+        worker has already taken. The pause check here is the round's only one (its list is
+        cached for about a second, see pausing.py).
         """
-        polling = self._poll_due() or not self.woken_for
-        queues = self._queues_to_ask(polling)
+        self.polling = self._poll_due() or not self.woken_for
+        queues = self._queues_to_ask(self.polling)
         self.woken_for = set()
-        first, others = (queues[0], queues[1:]) if queues else (None, [])
-        claimed = inside(lambda: self.claim_from(first, wanted) if first else []) or []
-        for queue_name in others:
-            if len(claimed) < wanted:
-                claimed += self.claim_from(queue_name, wanted - len(claimed))
-        if polling or claimed:
-            self.idle.claimed(len(claimed), wanted, woken_reliably=self.woken_reliably)
-        return claimed
+        return unpaused(queues, self.using)
 
     def _queues_to_ask(self, polling: bool) -> list[str]:
         served = self.options.queues
@@ -95,19 +118,34 @@ class Claimer:
         from these."""
         return Job.objects.using(self.using).ready_queue_names()
 
-    def _poll_due(self) -> bool:
-        return time.monotonic() >= self.idle.next_claim_at
-
     def claim_from(self, queue_name: str, limit: int) -> list[Job]:
-        """Claim up to ``limit`` jobs of one queue, timing the claim query."""
-        if not unpaused([queue_name], self.using):
-            return []  # no query is made: it must not count as a (very fast) claim query
+        """Claim up to ``limit`` jobs of one queue (not paused: see queues_to_ask), timed."""
         began = time.perf_counter()
-        got = Job.objects.db_manager(self.using).claim(
-            [queue_name], limit=limit, owner=self.owner, lease=self.options.lease
+        got = Job.objects.db_manager(self.using).claim_from(
+            queue_name, limit=limit, owner=self.owner, lease=self.options.lease
         )
         self.metrics.claim_query(queue_name, (time.perf_counter() - began) * 1000, len(got))
         return got
+
+    def claim_rest(self, queues: list[str], wanted: int, claimed: list[Job]) -> list[Job]:
+        """Claim from ``queues`` in order until ``wanted`` jobs are held; end the round.
+
+        A round that found nothing on a wake-up alone does not move the poll, so a stream of
+        wake-ups for one queue never delays the poll of the others.
+        """
+        for queue_name in queues:
+            if len(claimed) < wanted:
+                claimed = claimed + self.claim_from(queue_name, wanted - len(claimed))
+        if self.polling or claimed:
+            self.idle.claimed(len(claimed), wanted, woken_reliably=self.woken_reliably)
+        return claimed
+
+    def claim(self, wanted: int) -> list[Job]:
+        """Claim a whole round of up to ``wanted`` jobs, queue by queue, with nothing to record."""
+        return self.claim_rest(self.queues_to_ask(), wanted, [])
+
+    def _poll_due(self) -> bool:
+        return time.monotonic() >= self.idle.next_claim_at
 
     def due_soon(self) -> bool:
         """Tell a burst worker whether work is left for it: a ready job of an unpaused queue

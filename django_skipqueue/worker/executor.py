@@ -33,10 +33,14 @@ from django_skipqueue.exceptions import (
     JobTimedOut,
     TaskNotFound,
 )
-from django_skipqueue.models import Job, JobStatus
+from django_skipqueue.models import Job
 from django_skipqueue.queues import backend_class
 from django_skipqueue.results import build_result, task_for_job
-from django_skipqueue.retries import error_record, message_record, retry_delay
+from django_skipqueue.retries import error_record, message_record
+from django_skipqueue.states import CANCEL_RUNNING, JobStatus, Step, next_step, retry_after
+
+#: ``Outcome.status`` of an attempt to be retried (the job is then SCHEDULED or READY).
+RETRY = "retry"
 
 #: Errors that running the task again cannot fix: the job fails at once, attempts left or not.
 #: A task path this worker cannot import is one (see docs/reference/workers.md, "Retries").
@@ -68,7 +72,7 @@ class Outcome:
     """How one attempt ended, waiting to be recorded by a fenced transition."""
 
     running: Running
-    #: "succeeded", "failed" (attempts spent), "retry" or "cancelled".
+    #: JobStatus.SUCCEEDED, FAILED (attempts spent) or CANCELLED, or RETRY.
     status: str
     return_value: Any = None
     error: dict[str, str] | None = None
@@ -84,6 +88,27 @@ class Outcome:
     @property
     def job(self) -> Job:
         return self.running.job
+
+    @property
+    def step(self) -> Step:
+        """The transition of an attempt that did not succeed (see states.next_step)."""
+        if self.status == JobStatus.CANCELLED:
+            return Step(CANCEL_RUNNING)
+        return retry_after(self.retry_in)
+
+    @classmethod
+    def after(
+        cls,
+        running: Running,
+        step: Step,
+        error: dict[str, str],
+        started: float,
+        exception: BaseException,
+    ) -> Outcome:
+        """Return the outcome of an attempt that raised ``exception`` and ends with ``step``."""
+        status = RETRY if step.retried else step.status
+        duration = time.monotonic() - started
+        return cls(running, status, None, error, step.delay, duration, exception=exception)
 
 
 OnDone = Callable[[Running, Outcome], None]
@@ -161,7 +186,9 @@ class Executor:
             value = to_json(
                 task.call(*_arguments(task, context, running.job), **running.job.kwargs)
             )
-            return Outcome(running, "succeeded", value, duration=time.monotonic() - started)
+            return Outcome(
+                running, JobStatus.SUCCEEDED, value, duration=time.monotonic() - started
+            )
         except BaseException as error:  # a task's SystemExit is its failure, not ours
             return failure(running, task, error, started)
 
@@ -181,14 +208,14 @@ class Executor:
         try:
             value = retry_whole_transaction(self.using, attempt)
         except _FenceRejected:
-            return Outcome(running, "succeeded", recorded=True, lost=True)
+            return Outcome(running, JobStatus.SUCCEEDED, recorded=True, lost=True)
         except Error:
             committed = self._committed_anyway(job)
             if committed is None:
                 raise
             value = committed["return_value"]
         duration = time.monotonic() - started
-        return Outcome(running, "succeeded", value, duration=duration, recorded=True)
+        return Outcome(running, JobStatus.SUCCEEDED, value, duration=duration, recorded=True)
 
     def _committed_anyway(self, job: Job) -> dict[str, Any] | None:
         """After a connection broke at COMMIT, read whether the commit happened all the same."""
@@ -211,9 +238,8 @@ class Executor:
                 value = await task.func(
                     *_arguments(task, context, running.job), **running.job.kwargs
                 )
-            return Outcome(
-                running, "succeeded", to_json(value), duration=time.monotonic() - started
-            )
+            duration = time.monotonic() - started
+            return Outcome(running, JobStatus.SUCCEEDED, to_json(value), duration=duration)
         except BaseException as raised:
             error = raised
             if deadline.expired():
@@ -242,32 +268,27 @@ def close_dead_connections() -> None:
 
 def failure(running: Running, task: Task | None, error: BaseException, started: float) -> Outcome:
     """Return the outcome of a failed attempt: cancelled, retried or failed for good."""
-    duration = time.monotonic() - started
-    record = error_record(error)
-    if isinstance(error, JobCancelled) or running.cancel_event.is_set():
-        return Outcome(running, "cancelled", error=record, duration=duration, exception=error)
-    retry_in = None
-    if not isinstance(error, NOT_RETRIED):
-        retry_in = retry_delay(running.job, getattr(task, "retry_backoff", None))
-    status = "failed" if retry_in is None else "retry"
-    return Outcome(
-        running, status, error=record, retry_in=retry_in, duration=duration, exception=error
+    job = running.job
+    cancelled = isinstance(error, JobCancelled) or running.cancel_event.is_set()
+    backoff = getattr(task, "retry_backoff", None)
+    step = next_step(
+        job.attempts,
+        job.max_attempts,
+        backoff,
+        cancel_requested=cancelled,
+        retryable=not isinstance(error, NOT_RETRIED),
     )
+    return Outcome.after(running, step, error_record(error), started, error)
 
 
 def timed_out(running: Running, task: Task | None) -> Outcome:
     """Return the outcome of a sync attempt that outlived its timeout (its thread runs on)."""
     job = running.job
     message = f"Job {job.pk} ran longer than its timeout of {job.timeout_seconds} s."
-    retry_in = retry_delay(job, getattr(task, "retry_backoff", None))
-    return Outcome(
-        running,
-        "failed" if retry_in is None else "retry",
-        error=message_record(JobTimedOut, message),
-        retry_in=retry_in,
-        duration=time.monotonic() - (running.started_at or time.monotonic()),
-        exception=JobTimedOut(message),
-    )
+    step = next_step(job.attempts, job.max_attempts, getattr(task, "retry_backoff", None))
+    error = message_record(JobTimedOut, message)
+    started = running.started_at or time.monotonic()
+    return Outcome.after(running, step, error, started, JobTimedOut(message))
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop) -> None:

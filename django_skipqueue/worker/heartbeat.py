@@ -1,14 +1,19 @@
-"""The workers table and the heartbeat: lease renewal, liveness, counters, per-minute rows."""
+"""The workers table and the heartbeat: lease renewal, liveness, counters, per-minute rows.
+
+Also what a process measures of itself for them: its clock offset and its memory.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
 from collections.abc import Collection
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from django.db.models import F
+from django.db.models import F, Sum
 
-from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus, read_db_now
 from django_skipqueue.models import Job, QueueMinute, WorkerProcess
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.worker.options import WorkerOptions
@@ -86,3 +91,32 @@ def renew(owner: str, using: str, ids: Collection[int], lease: float | None) -> 
     held = Job.objects.using(using).held_by(owner).filter(pk__in=list(ids))
     held.update(lease_until=DatabaseNowPlus(F("lease_seconds") if lease is None else lease))
     return dict(held.values_list("pk", "cancel_requested"))
+
+
+def clock_offset(using: str) -> timedelta:
+    """Return how far the database clock is ahead of this host's clock."""
+    return read_db_now(using) - datetime.now(UTC)
+
+
+def worker_totals(supervisor_owner: str, using: str) -> dict[str, int]:
+    """Sum the counters of the worker processes one supervisor ran."""
+    rows = WorkerProcess.objects.using(using).filter(supervisor=supervisor_owner)
+    sums = rows.aggregate(**{name: Sum(name) for name in ROW_COUNTERS})
+    return {name: int(sums[name] or 0) for name in ROW_COUNTERS}
+
+
+def resident_megabytes() -> float | None:
+    """Return this process's resident memory in MiB (Linux), or None where unknown."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return pages * _PAGE_SIZE / 2**20
+
+
+try:
+    import resource
+
+    _PAGE_SIZE = resource.getpagesize()
+except ImportError:  # pragma: no cover - not POSIX
+    _PAGE_SIZE = 4096

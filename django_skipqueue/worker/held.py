@@ -9,22 +9,18 @@ from __future__ import annotations
 import logging
 import queue
 import time
-from collections.abc import Callable
-from typing import TypeVar
-
-from django.db import Error
 
 from django_skipqueue import wakeup
-from django_skipqueue.db.transactions import retry_whole_transaction, short_transaction
 from django_skipqueue.models import Job
 from django_skipqueue.monitoring.metrics import Metrics
+from django_skipqueue.states import JobStatus
 from django_skipqueue.worker import heartbeat
 from django_skipqueue.worker import recording as outcomes
-from django_skipqueue.worker.executor import Outcome, Running
-from django_skipqueue.worker.lifecycle import log_outcome, send_finished
+from django_skipqueue.worker.executor import RETRY, Outcome, Running
 
 logger = logging.getLogger("django_skipqueue.worker")
-T = TypeVar("T")
+#: The metrics counter of each way an attempt ends (a cancellation has none).
+COUNTERS = {JobStatus.SUCCEEDED: "succeeded", JobStatus.FAILED: "failed", RETRY: "retried"}
 
 
 class Holdings:
@@ -32,8 +28,11 @@ class Holdings:
 
     def __init__(self, owner: str, using: str, backend_alias: str, metrics: Metrics) -> None:
         self.owner, self.using, self.backend_alias, self.metrics = (
-            owner, using, backend_alias, metrics,
-        )  # fmt: skip
+            owner,
+            using,
+            backend_alias,
+            metrics,
+        )
         self.held: dict[int, Running] = {}
         #: Timed out: failed already, but still occupying a thread.
         self.stuck: list[Running] = []
@@ -77,35 +76,22 @@ class Holdings:
             if not running.abandoned:
                 self.unrecorded.append(outcome)
 
-    def record(self, along: Callable[[], T] | None = None) -> T | None:
-        """Write the unrecorded outcomes in one transaction, with ``along`` (a claim) in it.
+    @staticmethod
+    def must_write(batch: list[Outcome]) -> bool:
+        """Tell whether ``batch`` holds outcomes to write (a transactional task wrote its own)."""
+        return any(not outcome.recorded for outcome in batch)
 
-        One commit then serves the finished jobs and the next claim: on a server where a
-        commit waits for the disk, that halves the commits a busy worker makes. If the
-        transaction fails, the outcomes stay unrecorded for the next turn.
-        """
-        batch = self.unrecorded
-        if not any(not outcome.recorded for outcome in batch):
-            answer = along() if along is not None else None
-            self._settled(batch)
-            return answer
+    def fate_unknown(self, batch: list[Outcome]) -> None:
+        """Note that the transaction writing ``batch`` failed: its commit may have happened."""
+        self.uncertain.update(id(outcome) for outcome in batch)
 
-        def together() -> tuple[list[bool], T | None]:
-            with short_transaction(self.using):
-                return outcomes.write(batch), along() if along is not None else None
-
-        try:
-            written, answer = retry_whole_transaction(self.using, together)
-        except Error:
-            # The commit may have happened before the connection broke: check next time.
-            self.uncertain.update(id(outcome) for outcome in batch)
-            raise
+    def written(self, batch: list[Outcome], written: list[bool]) -> None:
+        """Settle ``batch`` after the transaction that wrote it (``recording.write``) committed."""
         outcomes.settle(batch, written)
         wakeup.after_commit(self.using, outcomes.made_ready(batch))
         self._recognise([o for o in batch if o.lost and id(o) in self.uncertain])
         self.uncertain.difference_update(id(outcome) for outcome in batch)
-        self._settled(batch)
-        return answer
+        self.settled(batch)
 
     def _recognise(self, rejected: list[Outcome]) -> None:
         """Outcomes rejected after a commit of unknown fate may be our own earlier write."""
@@ -117,7 +103,8 @@ class Holdings:
         """Held jobs whose outcome waits to be recorded: their slots free up at the next write."""
         return sum(1 for outcome in self.unrecorded if outcome.job.pk in self.held)
 
-    def _settled(self, batch: list[Outcome]) -> None:
+    def settled(self, batch: list[Outcome]) -> None:
+        """Let go of the jobs of a recorded ``batch``: count, log and announce each."""
         self.unrecorded = self.unrecorded[len(batch) :]
         for outcome in batch:
             self.held.pop(outcome.job.pk, None)
@@ -127,12 +114,11 @@ class Holdings:
         queue_name = outcome.job.queue_name
         if outcome.lost:
             self.metrics.count(queue_name, "lost_leases")
-        elif outcome.status in ("succeeded", "failed", "retry"):
-            counter = "retried" if outcome.status == "retry" else outcome.status
-            self.metrics.count(queue_name, counter)
-        log_outcome(outcome, self.owner)
+        elif outcome.status in COUNTERS:
+            self.metrics.count(queue_name, COUNTERS[outcome.status])
+        outcomes.log_outcome(outcome, self.owner)
         if not outcome.lost:
-            send_finished(outcome, self.backend_alias)
+            outcomes.send_finished(outcome, self.backend_alias)
 
     def abandon(self, running: Running, outcome: Outcome) -> None:
         """Give up on a job past its timeout: record ``outcome``, ignore what its thread says."""

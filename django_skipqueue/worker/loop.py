@@ -16,23 +16,21 @@ import time
 from django.db import Error, close_old_connections
 
 from django_skipqueue.conf import get_settings
+from django_skipqueue.db.transactions import retry_whole_transaction, short_transaction
 from django_skipqueue.exceptions import JobCancelled
 from django_skipqueue.models import Job
 from django_skipqueue.models.worker import WorkerRole
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.retries import message_record
+from django_skipqueue.states import JobStatus
 from django_skipqueue.tasks import resolve_task
 from django_skipqueue.wakeup import Waker
-from django_skipqueue.worker import heartbeat
+from django_skipqueue.worker import heartbeat, recording
 from django_skipqueue.worker.claimer import Claimer
+from django_skipqueue.worker.connection import DatabaseBackoff, connections_kept_open
 from django_skipqueue.worker.executor import Executor, Outcome, Running, timed_out
+from django_skipqueue.worker.heartbeat import clock_offset, resident_megabytes
 from django_skipqueue.worker.held import Holdings
-from django_skipqueue.worker.lifecycle import (
-    DatabaseBackoff,
-    clock_offset,
-    connections_kept_open,
-    resident_megabytes,
-)
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
 from django_skipqueue.worker.stopping import GRACEFUL, IMMEDIATE, Stopping
 
@@ -109,9 +107,12 @@ class Worker:
 
     def _register(self) -> None:
         heartbeat.register(
-            self.owner, WorkerRole.WORKER, self.options,
-            supervisor=self.supervisor, wakeup_address=self.waker.address,
-        )  # fmt: skip
+            self.owner,
+            WorkerRole.WORKER,
+            self.options,
+            supervisor=self.supervisor,
+            wakeup_address=self.waker.address,
+        )
 
     def _step(self) -> None:
         self._handle_signals()
@@ -128,7 +129,7 @@ class Worker:
                 self._let_batch_fill()
                 self._record_and_claim()
             else:
-                self.jobs.record()
+                self._record()
             self.db_backoff.reset()
         except Error as error:
             self._database_trouble(error)
@@ -189,9 +190,17 @@ class Worker:
             self.jobs.collect()
 
     def _record_and_claim(self) -> None:
-        """Record what finished and claim into the free slots, with one commit for both."""
+        """Record what finished and claim into the free slots, with one commit for both.
+
+        The finished jobs' outcomes and the claim of the first queue share one transaction:
+        on a server where a commit waits for the disk, that halves the commits a busy worker
+        makes. The other queues are claimed after it, one short transaction each.
+        """
         wanted = self._free_slots(self.jobs.finishing)
-        claimed = self.claimer.claim(wanted, self.jobs.record)
+        queues = self.claimer.queues_to_ask()
+        first, others = (queues[0] if queues else None), queues[1:]
+        claimed = self._record(claim_from=first, wanted=wanted)
+        claimed = self.claimer.claim_rest(others, wanted, claimed)
         for job in claimed:
             self._start_job(job)
         if claimed:
@@ -200,12 +209,39 @@ class Worker:
         if drained and not self.claimer.due_soon():
             self._request_stop(GRACEFUL, "drained")
 
+    def _record(self, *, claim_from: str | None = None, wanted: int = 0) -> list[Job]:
+        """Write the unrecorded outcomes and claim from ``claim_from`` in one transaction.
+
+        If the transaction fails, the outcomes stay unrecorded for the next turn; its commit
+        may have happened all the same, which the next write recognises.
+        """
+        batch = self.jobs.unrecorded
+        if not self.jobs.must_write(batch):
+            claimed = self._claim_first(claim_from, wanted)
+            self.jobs.settled(batch)
+            return claimed
+
+        def record_and_claim() -> tuple[list[bool], list[Job]]:
+            with short_transaction(self.using):
+                return recording.write(batch), self._claim_first(claim_from, wanted)
+
+        try:
+            written, claimed = retry_whole_transaction(self.using, record_and_claim)
+        except Error:
+            self.jobs.fate_unknown(batch)
+            raise
+        self.jobs.written(batch, written)
+        return claimed
+
+    def _claim_first(self, queue_name: str | None, wanted: int) -> list[Job]:
+        return self.claimer.claim_from(queue_name, wanted) if queue_name else []
+
     def _start_job(self, job: Job) -> None:
         running = self.jobs.hold(job)
         self.started_jobs += 1
         if job.cancel_requested:
             error = message_record(JobCancelled, f"Job {job.pk} was cancelled before it started.")
-            self.jobs.unrecorded.append(Outcome(running, "cancelled", error=error))
+            self.jobs.unrecorded.append(Outcome(running, JobStatus.CANCELLED, error=error))
             return
         try:
             task = resolve_task(job.task_path)
@@ -285,7 +321,7 @@ class Worker:
         """Record what finished, give back what did not, and leave the workers table."""
         try:
             self.jobs.collect()
-            self.jobs.record()
+            self._record()
             self.released, self.interrupted = self.jobs.give_back_all(self._stop_cause())
             heartbeat.beat(self.owner, self.using, self.metrics)
             heartbeat.mark_stopped(self.owner, self.using)
@@ -296,8 +332,15 @@ class Worker:
         logger.info(
             "worker stopped worker=%s reason=%s claimed=%s succeeded=%s failed=%s retried=%s "
             "lost_leases=%s released=%s interrupted=%s uptime_s=%.1f exit=%s",
-            self.owner, self.stop_reason, totals["claimed"], totals["succeeded"],
-            totals["failed"], totals["retried"], totals["lost_leases"], self.released,
+            self.owner,
+            self.stop_reason,
+            totals["claimed"],
+            totals["succeeded"],
+            totals["failed"],
+            totals["retried"],
+            totals["lost_leases"],
+            self.released,
             self.interrupted,
-            time.monotonic() - self.born, self.exit_code,
-        )  # fmt: skip
+            time.monotonic() - self.born,
+            self.exit_code,
+        )

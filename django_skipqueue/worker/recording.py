@@ -14,25 +14,23 @@ from typing import Any
 
 from django.db import transaction
 from django.tasks import TaskResult
+from django.tasks.signals import task_finished
 from django.utils import timezone
 
-from django_skipqueue import completions, transitions, wakeup
+from django_skipqueue import transitions, wakeup
 from django_skipqueue.db.transactions import retry_whole_transaction, short_transaction
 from django_skipqueue.exceptions import WorkerDied, WorkerStopped
-from django_skipqueue.models import Job, JobStatus
+from django_skipqueue.models import Job
+from django_skipqueue.queues import backend_class
 from django_skipqueue.results import build_result, task_for_job, update_result
 from django_skipqueue.retries import message_record
+from django_skipqueue.states import JobStatus, Step, next_step
 from django_skipqueue.tasks import resolve_task
-from django_skipqueue.worker.executor import Outcome
+from django_skipqueue.worker.executor import RETRY, Outcome
 
 logger = logging.getLogger("django_skipqueue.outcomes")
-
-#: The job status an outcome leaves behind (a retry is READY or SCHEDULED, see below).
-FINAL_STATUS = {
-    "succeeded": JobStatus.SUCCEEDED,
-    "failed": JobStatus.FAILED,
-    "cancelled": JobStatus.CANCELLED,
-}
+#: Job lines and task_finished receivers log as the worker, where operators look for them.
+job_logger = logging.getLogger("django_skipqueue.worker")
 
 
 def record(outcomes: Sequence[Outcome], using: str) -> None:
@@ -68,7 +66,7 @@ def made_ready(outcomes: Sequence[Outcome]) -> set[str]:
     return {
         outcome.job.queue_name
         for outcome in outcomes
-        if outcome.status == "retry" and not outcome.retry_in and not outcome.lost
+        if outcome.status == RETRY and not outcome.retry_in and not outcome.lost
     }
 
 
@@ -93,7 +91,7 @@ def _is_ours(outcome: Outcome, row: dict[str, Any] | None) -> bool:
     job = outcome.job
     if row is None or row["attempts"] != job.attempts or row["status"] == JobStatus.CLAIMED:
         return False
-    if outcome.status == "succeeded":
+    if outcome.status == JobStatus.SUCCEEDED:
         return bool(row["status"] == JobStatus.SUCCEEDED and row["owner"] == job.owner)
     errors, workers = row["errors"] or [], row["worker_ids"] or []
     return bool(errors and errors[-1] == outcome.error and workers[-1:] == [job.owner])
@@ -101,8 +99,8 @@ def _is_ours(outcome: Outcome, row: dict[str, Any] | None) -> bool:
 
 def _transitions(todo: Sequence[Outcome]) -> list[bool]:
     """Apply every outcome's fenced transition; all the successes in one UPDATE."""
-    successes = [outcome for outcome in todo if outcome.status == "succeeded"]
-    written = completions.succeed_many(
+    successes = [outcome for outcome in todo if outcome.status == JobStatus.SUCCEEDED]
+    written = transitions.succeed_many(
         [outcome.job for outcome in successes], [outcome.return_value for outcome in successes]
     )
     won = {id(outcome): ok for outcome, ok in zip(successes, written, strict=True)}
@@ -110,12 +108,9 @@ def _transitions(todo: Sequence[Outcome]) -> list[bool]:
 
 
 def _transition(outcome: Outcome) -> bool:
-    job, error = outcome.job, outcome.error or {}
-    if outcome.status == "succeeded":
-        return transitions.succeed(job, outcome.return_value)
-    if outcome.status == "cancelled":
-        return transitions.cancel_running(job, error)
-    return transitions.fail(job, error, retry_in=outcome.retry_in)
+    if outcome.status == JobStatus.SUCCEEDED:
+        return transitions.succeed(outcome.job, outcome.return_value)
+    return transitions.end_attempt(outcome.job, outcome.error or {}, outcome.step)
 
 
 def finished_result(outcome: Outcome, backend_alias: str) -> TaskResult | None:
@@ -142,11 +137,11 @@ def _as_recorded(outcome: Outcome) -> Job:
     job.worker_ids = [*job.worker_ids, job.owner]
     if outcome.error is not None:
         job.errors = [*job.errors, outcome.error]
-    if outcome.status in FINAL_STATUS:
-        job.status, job.finished_at = FINAL_STATUS[outcome.status], timezone.now()
-        job.return_value = outcome.return_value
-    else:
+    if outcome.status == RETRY:
         job.status = JobStatus.SCHEDULED if outcome.retry_in else JobStatus.READY
+    else:
+        job.status, job.finished_at = JobStatus(outcome.status), timezone.now()
+        job.return_value = outcome.return_value
     return job
 
 
@@ -188,26 +183,80 @@ def reclaim(owner: str, using: str, reason: str) -> list[Job]:
 
     The attempt it was running is spent (the job may be what killed it), so a job that
     keeps killing its process ends ``failed`` after ``max_attempts``; the others are ready
-    again at once. Each UPDATE is fenced on the dead owner and its attempt.
+    again at once (a backoff of 0). Each UPDATE is fenced on the dead owner and its attempt.
     """
     held = list(Job.objects.using(using).held_by(owner))
-    taken = [job for job in held if _reclaim_one(job, reason)]
-    ready = {job.queue_name for job in taken if job.attempts < job.max_attempts}
-    wakeup.after_commit(using, ready)
+    steps = {job.pk: next_step(job.attempts, job.max_attempts, 0) for job in held}
+    taken = [job for job in held if _reclaim_one(job, reason, steps[job.pk])]
+    wakeup.after_commit(using, {job.queue_name for job in taken if steps[job.pk].retried})
     for job in taken:
         logger.warning(
             "job=%s task=%s queue=%s attempt=%s status=%s worker=%s reason=%s",
-            job.pk, job.task_path, job.queue_name, job.attempts,
-            "failed" if job.attempts >= job.max_attempts else "ready", owner, reason,
-        )  # fmt: skip
+            job.pk,
+            job.task_path,
+            job.queue_name,
+            job.attempts,
+            steps[job.pk].status,
+            owner,
+            reason,
+        )
     return taken
 
 
-def _reclaim_one(job: Job, reason: str) -> bool:
+def _reclaim_one(job: Job, reason: str, step: Step) -> bool:
     error = message_record(
         WorkerDied, f"Worker {job.owner} died ({reason}) during attempt {job.attempts}."
     )
-    retry_in = None if job.attempts >= job.max_attempts else 0.0
     return retry_whole_transaction(
-        job._state.db or "default", lambda: transitions.fail(job, error, retry_in=retry_in)
+        job._state.db or "default", lambda: transitions.end_attempt(job, error, step)
     )
+
+
+def log_outcome(outcome: Outcome, owner: str) -> None:
+    """Write the one key=value line of a finished attempt."""
+    job = outcome.job
+    status = "lost" if outcome.lost else outcome.status
+    extra = ""
+    if outcome.error and not outcome.lost:
+        extra += " error=" + outcome.error["exception_class_path"]
+    if outcome.status == RETRY and not outcome.lost:
+        extra += f" retry_in={outcome.retry_in:.2f}"
+    level = logging.WARNING if outcome.lost or outcome.status == JobStatus.FAILED else logging.INFO
+    job_logger.log(
+        level,
+        "job=%s task=%s queue=%s attempt=%s status=%s duration_ms=%.1f worker=%s%s",
+        job.pk,
+        job.task_path,
+        job.queue_name,
+        job.attempts,
+        status,
+        outcome.duration * 1000,
+        owner,
+        extra,
+    )
+
+
+def send_finished(outcome: Outcome, backend_alias: str) -> None:
+    """Send ``task_finished`` for a recorded attempt; a failing receiver is logged, not fatal.
+
+    The sender is the configured backend's class. For an attempt that raised, the signal is
+    sent while its exception is being handled, as Django's backends do: receivers (Django's
+    own logs the failure) find it in ``sys.exc_info()``.
+    """
+    result = finished_result(outcome, backend_alias)
+    if result is None:
+        return
+    sender = backend_class(backend_alias)
+    if outcome.exception is None:
+        _log_failed_receivers(task_finished.send_robust(sender, task_result=result))
+        return
+    try:
+        raise outcome.exception
+    except BaseException:
+        _log_failed_receivers(task_finished.send_robust(sender, task_result=result))
+
+
+def _log_failed_receivers(responses: Sequence[tuple[Any, Any]]) -> None:
+    for receiver, response in responses:
+        if isinstance(response, Exception):
+            job_logger.error("task_finished receiver %r failed: %r", receiver, response)

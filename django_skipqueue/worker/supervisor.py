@@ -34,7 +34,6 @@ from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
 from django_skipqueue.worker.owner import new_token, owner_id
 from django_skipqueue.worker.stopping import IMMEDIATE, STOP_SIGNALS, Stopping
-from django_skipqueue.worker.summary import log_summary
 
 logger = logging.getLogger("django_skipqueue.supervisor")
 T = TypeVar("T")
@@ -108,15 +107,18 @@ class Supervisor:
         self._database(lambda: heartbeat.register(self.owner, WorkerRole.SUPERVISOR, self.options))
         logger.info(
             "runworkers starting version=%s supervisor=%s processes=%s %s",
-            __version__, self.owner, self.processes, self.options.describe(),
-        )  # fmt: skip
+            __version__,
+            self.owner,
+            self.processes,
+            self.options.describe(),
+        )
         for slot in range(self.processes):
             self._spawn(slot)
         while self.children or self.restarts:
             self._turn()
         self._reclaim()  # once more, in case the database was down at the last exit
         self._database(lambda: heartbeat.mark_stopped(self.owner, self.using))
-        log_summary(self)
+        self._log_summary()
         return 1 if self.killed else 0
 
     def _turn(self) -> None:
@@ -184,9 +186,11 @@ class Supervisor:
         if self.stopping.requested or (code == 0 and self.options.burst):
             logger.info("worker exited worker=%s reason=%s", child.owner, reason)
             return
-        crashes = 0 if code in (0, RECYCLE_EXIT_CODE) or lived > STABLE_SECONDS else (
-            self.crashes.get(child.slot, 0) + 1
-        )  # fmt: skip
+        crashes = (
+            0
+            if code in (0, RECYCLE_EXIT_CODE) or lived > STABLE_SECONDS
+            else (self.crashes.get(child.slot, 0) + 1)
+        )
         self.crashes[child.slot] = crashes
         delay = min(get_settings().RESTART_BACKOFF_MAX, 0.5 * 2 ** (crashes - 1)) if crashes else 0
         self.restarts[child.slot] = time.monotonic() + delay
@@ -268,3 +272,23 @@ class Supervisor:
             logger.warning("supervisor database error=%r", error)
         with contextlib.suppress(Error):
             connections[self.using].close()
+
+    def _log_summary(self) -> None:
+        """Log the line ``runworkers`` ends with: totals of every worker process it ran."""
+        elapsed = time.monotonic() - self.began
+        try:
+            totals = heartbeat.worker_totals(self.owner, self.using)
+        except Error:
+            totals = dict.fromkeys(heartbeat.ROW_COUNTERS, 0)
+        totals["reclaimed"] += self.metrics.totals["reclaimed"]
+        finished = totals["succeeded"] + totals["failed"]
+        logger.info(
+            "runworkers stopped supervisor=%s processes_started=%s killed=%s elapsed_s=%.1f "
+            "jobs_per_s=%.0f %s",
+            self.owner,
+            self.spawned,
+            self.killed,
+            elapsed,
+            finished / elapsed if elapsed else 0,
+            " ".join(f"{k}={v}" for k, v in totals.items()),
+        )

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from django_skipqueue import completions
+from django_skipqueue import transitions
 from django_skipqueue.db import statements
 from django_skipqueue.models import Job, JobStatus
 from tests.support.tasks import noop
@@ -23,7 +23,7 @@ def test_a_batch_of_successes_is_one_update_with_each_jobs_values(backend):
     jobs = claim(backend, 3)
     values = [{"n": 1}, None, ["x", 2.5]]
     with CaptureQueriesContext(connection) as queries, transaction.atomic():
-        written = completions.succeed_many(jobs, values)
+        written = transitions.succeed_many(jobs, values)
     assert written == [True, True, True]
     assert sum(q["sql"].lstrip().upper().startswith("UPDATE") for q in queries) == 1
     rows = Job.objects.in_bulk([job.pk for job in jobs])
@@ -38,7 +38,7 @@ def test_a_lost_lease_in_the_batch_is_not_written_and_the_rest_are(backend):
     # The second job's lease was taken over: reaped and claimed again by another worker.
     Job.objects.filter(pk=second.pk).update(owner="w2", attempts=2)
     with transaction.atomic():
-        written = completions.succeed_many([first, second, third], [1, 2, 3])
+        written = transitions.succeed_many([first, second, third], [1, 2, 3])
     assert written == [True, False, True]
     taken = Job.objects.get(pk=second.pk)
     assert (taken.status, taken.owner, taken.return_value) == ("claimed", "w2", None)
@@ -49,7 +49,7 @@ def test_jobs_of_two_owners_are_refused(backend):
     first, second = claim(backend, 2)
     second.owner = "someone-else"
     with pytest.raises(ValueError, match="one owner"):
-        completions.succeed_many([first, second], [None, None])
+        transitions.succeed_many([first, second], [None, None])
     assert Job.objects.filter(status=JobStatus.SUCCEEDED).count() == 0
 
 
@@ -72,7 +72,7 @@ def test_a_batch_with_one_shared_result_uses_no_case_and_keeps_the_fence(backend
     first, second, third = claim(backend, 3)
     Job.objects.filter(pk=second.pk).update(owner="w2", attempts=2)
     with CaptureQueriesContext(connection) as queries, transaction.atomic():
-        written = completions.succeed_many([first, second, third], [None, None, None])
+        written = transitions.succeed_many([first, second, third], [None, None, None])
     assert written == [True, False, True]
     update = next(q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("UPDATE"))
     assert "CASE" not in update.upper()
@@ -83,6 +83,6 @@ def test_a_batch_with_one_shared_result_uses_no_case_and_keeps_the_fence(backend
 def test_results_equal_in_python_but_not_in_json_are_kept_apart(backend):
     jobs = claim(backend, 3)
     with transaction.atomic():
-        completions.succeed_many(jobs, [1, True, 1.0])
+        transitions.succeed_many(jobs, [1, True, 1.0])
     stored = [Job.objects.get(pk=job.pk).return_value for job in jobs]
     assert [(type(v), v) for v in stored] == [(int, 1), (bool, True), (float, 1.0)]

@@ -19,8 +19,7 @@ from django_skipqueue.maintenance import reap as reaper
 from django_skipqueue.maintenance.promote import promote
 from django_skipqueue.models import Job, JobStatus, QueueMinute, WorkerProcess
 from django_skipqueue.monitoring.metrics import Metrics
-from django_skipqueue.worker.claimer import Claimer
-from django_skipqueue.worker.lifecycle import FIRST_IDLE_PAUSE, IdleBackoff
+from django_skipqueue.worker.claimer import FIRST_IDLE_PAUSE, Claimer, IdleBackoff
 from django_skipqueue.worker.options import WorkerOptions
 from tests.support import worker_tasks as wt
 from tests.support.tasks import noop
@@ -168,24 +167,24 @@ def test_a_wake_up_claim_asks_only_the_queues_it_named_and_leaves_the_poll_alone
     options = WorkerOptions(queues=("emails", "default"), poll_max=3600)
     claimer = Claimer(options, "w", metrics)
     claimer.wake({"elsewhere"})  # wake-ups reach it: an empty poll waits the whole cap
-    assert claimer.claim(4, lambda claim: claim()) == []  # the poll: both queues, empty
+    assert claimer.claim(4) == []  # the poll: both queues, empty
     assert metrics.totals["claim_queries"] == 2
     poll_at = claimer.next_claim_at
     assert poll_at > time.monotonic() + 3000, "the next poll is an hour off, not a moment"
 
     claimer.wake({"default"})
     assert claimer.due() and claimer.next_claim_at == 0.0
-    assert claimer.claim(4, lambda claim: claim()) == []
+    assert claimer.claim(4) == []
     assert metrics.totals["claim_queries"] == 3, "one query: the named queue only"
     assert claimer.next_claim_at == poll_at, "an empty wake-up claim does not delay the poll"
 
     noop.using(queue_name="emails").enqueue()
     claimer.wake({"default"})
-    assert claimer.claim(4, lambda claim: claim()) == []  # emails waits for the poll
+    assert claimer.claim(4) == []  # emails waits for the poll
     assert not claimer.due()
     claimer.idle.next_claim_at = time.monotonic()  # the hour has passed: the poll is due
     assert claimer.due()
-    assert [job.queue_name for job in claimer.claim(4, lambda claim: claim())] == ["emails"]
+    assert [job.queue_name for job in claimer.claim(4)] == ["emails"]
 
 
 # End to end, in real worker processes.

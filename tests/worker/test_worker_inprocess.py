@@ -310,7 +310,7 @@ def test_a_write_whose_commit_was_lost_is_recognised_as_our_own():
     again = [Outcome(o.running, o.status, o.return_value, o.error, o.retry_in) for o in first]
     again.append(Outcome(runs[reaped.id], "succeeded", None))
     outcomes.record(again, "default")
-    # A success already written under this owner reads as written (completions.py); the
+    # A success already written under this owner reads as written (transitions.succeed_many); the
     # other two are rejected by the fence, and only the first of them is ours.
     assert [o.lost for o in again] == [False, True, True]
     assert outcomes.already_written(again[1:]) == [True, False]

@@ -15,8 +15,9 @@ from django_skipqueue.monitoring.metrics import (
     histogram_percentile,
     merge_histograms,
 )
-from django_skipqueue.retries import error_record, retry_delay, trim
-from django_skipqueue.worker.lifecycle import FIRST_IDLE_PAUSE, IdleBackoff
+from django_skipqueue.retries import error_record, trim
+from django_skipqueue.states import retry_delay
+from django_skipqueue.worker.claimer import FIRST_IDLE_PAUSE, IdleBackoff
 from django_skipqueue.worker.owner import owner_id, pid_of
 
 
@@ -129,7 +130,7 @@ def test_a_paused_queue_costs_no_claim_query_and_counts_none():
     pausing.forget()
     metrics = Metrics()
     claimer = Claimer(WorkerOptions(queues=("emails", "default")), "w", metrics)
-    claimed = claimer.claim(5, lambda claim: claim())
+    claimed = claimer.claim(5)
     assert [job.queue_name for job in claimed] == ["default"]
     assert metrics.totals["claim_queries"] == 1
     assert "emails" not in {queue for _, queue, _ in metrics.dirty_rows()}

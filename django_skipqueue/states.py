@@ -1,0 +1,231 @@
+"""The job state machine: statuses, their groups, every transition by name, the retry decision.
+
+A leaf: it imports no model (the models import it), so the manager, the worker, the reaper and
+the admin all speak of states through the names here. Each transition is named once with the
+statuses it leaves, the one it enters and the columns it writes; docs/discussions/job-states.md
+numbers them the same way, and ``transitions.py`` holds the fenced UPDATEs that apply them.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Protocol
+
+from django.db import models
+
+from django_skipqueue.conf import get_settings
+
+
+class JobStatus(models.TextChoices):
+    # Waiting for run_after; promoted to READY when due, so claims never scan future jobs.
+    SCHEDULED = "scheduled", "Scheduled"
+    # Waiting to be claimed.
+    READY = "ready", "Ready"
+    # Leased by a worker (owner, lease_until) and running or about to run.
+    CLAIMED = "claimed", "Claimed"
+    SUCCEEDED = "succeeded", "Succeeded"
+    # Attempts spent, or an error that is not retried.
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+#: States a job can still leave on its own; the rest is history for purge.
+ACTIVE_STATUSES = (JobStatus.SCHEDULED, JobStatus.READY, JobStatus.CLAIMED)
+FINISHED_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+#: States in which an idempotency key blocks a new job with the same key.
+KEYED_STATUSES = (*ACTIVE_STATUSES, JobStatus.SUCCEEDED)
+#: States the admin may cancel (transition 11): not yet claimed by any worker.
+WAITING_STATUSES = (JobStatus.SCHEDULED, JobStatus.READY)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One documented change of status: where from, where to, what it writes, who does it."""
+
+    number: int
+    name: str
+    #: Statuses it leaves; empty for a new row (enqueue).
+    sources: tuple[JobStatus, ...]
+    #: The status it enters; None for the purge (the row is deleted).
+    target: JobStatus | None
+    #: Columns it may write besides ``status`` (a new row writes every column).
+    writes: frozenset[str]
+    who: str
+
+
+def _transition(
+    number: int,
+    name: str,
+    sources: tuple[JobStatus, ...],
+    target: JobStatus | None,
+    writes: str,
+    who: str,
+) -> Transition:
+    return Transition(number, name, sources, target, frozenset(writes.split()), who)
+
+
+S = JobStatus
+#: Written when an attempt ends (5, 6, 7, 9, 10): the owner joins the history, the lease goes.
+_ATTEMPT_OVER = "worker_ids lease_until"
+
+ENQUEUE = _transition(1, "enqueue", (), S.READY, "*", "task.enqueue()")
+ENQUEUE_DEFERRED = _transition(
+    2, "enqueue (deferred)", (), S.SCHEDULED, "*", "task.using(run_after=...).enqueue()"
+)
+PROMOTE = _transition(3, "promote", (S.SCHEDULED,), S.READY, "", "the maintenance loop")
+CLAIM = _transition(
+    4,
+    "claim",
+    (S.READY,),
+    S.CLAIMED,
+    "owner lease_until attempts started_at last_attempted_at",
+    "a worker with a free slot",
+)
+SUCCEED = _transition(
+    5, "succeed", (S.CLAIMED,), S.SUCCEEDED, f"return_value finished_at {_ATTEMPT_OVER}", "worker"
+)
+RETRY_LATER = _transition(
+    6,
+    "retry after backoff",
+    (S.CLAIMED,),
+    S.SCHEDULED,
+    f"errors run_after owner {_ATTEMPT_OVER}",
+    "worker, reaper",
+)
+RETRY_NOW = _transition(
+    7,
+    "retry now",
+    (S.CLAIMED,),
+    S.READY,
+    # max_attempts: raised when a stopping worker cuts an attempt short (WorkerStopped).
+    f"errors owner max_attempts {_ATTEMPT_OVER}",
+    "worker (also as it stops), reaper, supervisor",
+)
+RELEASE = _transition(
+    8,
+    "release",
+    (S.CLAIMED,),
+    S.READY,
+    "owner lease_until attempts started_at",
+    "worker at shutdown",
+)
+FAIL = _transition(
+    9,
+    "fail",
+    (S.CLAIMED,),
+    S.FAILED,
+    f"errors finished_at owner {_ATTEMPT_OVER}",
+    "worker, reaper, supervisor",
+)
+CANCEL_RUNNING = _transition(
+    10,
+    "cancel while running",
+    (S.CLAIMED,),
+    S.CANCELLED,
+    f"errors finished_at owner {_ATTEMPT_OVER}",
+    "worker, reaper",
+)
+CANCEL = _transition(
+    11, "cancel", WAITING_STATUSES, S.CANCELLED, "errors finished_at", "an operator (admin)"
+)
+RETRY = _transition(
+    12,
+    "retry",
+    (S.FAILED,),
+    S.READY,
+    "finished_at max_attempts owner lease_until run_after cancel_requested",
+    "an operator (admin)",
+)
+PURGE = _transition(13, "purge", FINISHED_STATUSES, None, "", "skipqueue_purge, runworkers")
+
+TRANSITIONS = (
+    ENQUEUE,
+    ENQUEUE_DEFERRED,
+    PROMOTE,
+    CLAIM,
+    SUCCEED,
+    RETRY_LATER,
+    RETRY_NOW,
+    RELEASE,
+    FAIL,
+    CANCEL_RUNNING,
+    CANCEL,
+    RETRY,
+    PURGE,
+)
+
+
+class Attempts(Protocol):
+    """What the retry decision reads of a job."""
+
+    attempts: int
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class Step:
+    """What follows an attempt that did not succeed: the transition, and the retry delay."""
+
+    transition: Transition
+    #: Seconds until the next attempt: > 0 for RETRY_LATER, 0 for RETRY_NOW, else None.
+    delay: float | None = None
+
+    @property
+    def status(self) -> JobStatus:
+        assert self.transition.target is not None
+        return self.transition.target
+
+    @property
+    def retried(self) -> bool:
+        return self.delay is not None
+
+
+def next_step(
+    attempts: int,
+    max_attempts: int,
+    backoff: float | None,
+    *,
+    cancel_requested: bool = False,
+    retryable: bool = True,
+) -> Step:
+    """Decide how an attempt that raised (or was lost) ends: cancelled, retried or failed.
+
+    The one retry decision of the queue, for the worker, the reaper and the supervisor: a
+    requested cancellation wins (10); spent attempts fail (9), and so does an error that
+    running the task again cannot fix (``retryable=False``); otherwise the job is retried after
+    ``backoff_delay()``, later (6) or at once (7). ``backoff`` is the task's own, or None for
+    SKIPQUEUE_RETRY_BACKOFF.
+    """
+    if cancel_requested:
+        return Step(CANCEL_RUNNING)
+    if attempts >= max_attempts or not retryable:
+        return Step(FAIL)
+    return retry_after(backoff_delay(attempts, backoff))
+
+
+def retry_after(delay: float | None) -> Step:
+    """Return the step of a retry in ``delay`` seconds; None means no retry: the job fails."""
+    if delay is None:
+        return Step(FAIL)
+    return Step(RETRY_LATER, delay) if delay > 0 else Step(RETRY_NOW, 0.0)
+
+
+def retry_delay(job: Attempts, backoff: float | None) -> float | None:
+    """Return the seconds until ``job``'s next attempt, or None when its attempts are spent."""
+    return next_step(job.attempts, job.max_attempts, backoff).delay
+
+
+def backoff_delay(attempts: int, backoff: float | None) -> float:
+    """Return the seconds to wait before attempt ``attempts + 1``.
+
+    Exponential (``backoff * 2 ** (attempt - 1)``, capped by SKIPQUEUE_RETRY_BACKOFF_MAX) with
+    "equal jitter": a random half of the delay is added to its fixed half, so that jobs that
+    failed together do not all come back at the same instant. A backoff of 0 retries at once.
+    """
+    config = get_settings()
+    base = config.RETRY_BACKOFF if backoff is None else backoff
+    if base <= 0:
+        return 0.0
+    delay = min(config.RETRY_BACKOFF_MAX, base * 2 ** max(attempts - 1, 0))
+    return delay / 2 + random.uniform(0, delay / 2)

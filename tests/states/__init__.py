@@ -1,0 +1,1 @@
+"""Tests of the job state machine: statuses, transitions and what each of them writes."""

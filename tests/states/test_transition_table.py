@@ -1,0 +1,239 @@
+"""One case per documented transition: each writes exactly what states.py says it writes.
+
+Every case puts a real row in the transition's source status, applies the transition through
+the code that does it in production (enqueue, the manager's claim, the fenced UPDATEs of
+transitions.py, the reaper, the supervisor's reclaim, the admin's operations, the purge) and
+compares the whole row before and after. A column changed that the transition does not
+declare fails the case, as does a status other than its target. The declarations are in turn
+checked against the table of docs/discussions/job-states.md, so code, states.py and the page
+cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db.models import GeneratedField
+from django.utils import timezone
+
+from django_skipqueue import states, transitions
+from django_skipqueue.admin import operations
+from django_skipqueue.db.clock import DatabaseNowPlus
+from django_skipqueue.maintenance.promote import promote
+from django_skipqueue.maintenance.purge import purge
+from django_skipqueue.maintenance.reap import reap
+from django_skipqueue.models import Job
+from django_skipqueue.retries import message_record
+from django_skipqueue.worker import recording
+from tests.conftest import ROOT
+from tests.support.tasks import noop
+
+pytestmark = pytest.mark.django_db
+
+ERROR = message_record(ValueError, "boom")
+GENERATED = {f.attname for f in Job._meta.concrete_fields if isinstance(f, GeneratedField)}
+COLUMNS = {f.attname for f in Job._meta.concrete_fields} - GENERATED - {"id"}
+
+
+def ready(**fields: Any) -> Job:
+    job = Job.objects.get(pk=noop.enqueue().id)
+    if fields:
+        Job.objects.filter(pk=job.pk).update(**fields)
+    return job
+
+
+def claimed(**fields: Any) -> Job:
+    job = ready(**fields)
+    (mine,) = Job.objects.claim([job.queue_name], limit=1, owner="w1")
+    return mine
+
+
+def expired(**fields: Any) -> Job:
+    job = claimed(**fields)
+    Job.objects.filter(pk=job.pk).update(lease_until=DatabaseNowPlus(-5))
+    return job
+
+
+def failed() -> Job:
+    job = claimed(max_attempts=1)
+    assert transitions.fail(job, ERROR, retry_in=None)
+    # A failed row as history leaves it: a cancellation asked too late, a deferred start.
+    Job.objects.filter(pk=job.pk).update(cancel_requested=True, run_after=DatabaseNowPlus(-60))
+    return job
+
+
+def due() -> Job:
+    job = Job.objects.get(pk=later().id)
+    Job.objects.filter(pk=job.pk).update(run_after=DatabaseNowPlus(-1))
+    return job
+
+
+def nothing() -> None:
+    """Arrange nothing: the transition makes the row."""
+
+
+def keep(jobs: list[Job]) -> None:
+    """The admin's recorder: the log entries are not what is under test."""
+
+
+@dataclass
+class Case:
+    transition: states.Transition
+    who: str
+    arrange: Callable[[], Job | None]
+    act: Callable[[Job | None], Any]
+
+    @property
+    def id(self) -> str:
+        return f"{self.transition.number}-{self.transition.name}-{self.who}".replace(" ", "_")
+
+
+def later() -> Any:
+    return noop.using(run_after=timezone.now() + timedelta(hours=1)).enqueue()
+
+
+CASES = [
+    Case(states.ENQUEUE, "enqueue", nothing, lambda _: noop.enqueue()),
+    Case(states.ENQUEUE_DEFERRED, "enqueue", nothing, lambda _: later()),
+    Case(states.PROMOTE, "maintenance", due, lambda job: promote()),
+    Case(
+        states.CLAIM,
+        "worker",
+        ready,
+        lambda job: Job.objects.claim(["default"], limit=1, owner="w"),
+    ),
+    Case(states.SUCCEED, "worker", claimed, lambda job: transitions.succeed(job, {"ok": 1})),
+    Case(
+        states.SUCCEED,
+        "worker-batched",
+        claimed,
+        lambda job: transitions.succeed_many([job], [{"ok": 1}]),
+    ),
+    Case(
+        states.RETRY_LATER,
+        "worker",
+        lambda: claimed(max_attempts=3),
+        lambda job: transitions.fail(job, ERROR, retry_in=30),
+    ),
+    Case(
+        states.RETRY_LATER,
+        "reaper",
+        lambda: expired(max_attempts=3),
+        lambda job: reap(runner="r"),
+    ),
+    Case(
+        states.RETRY_NOW,
+        "worker",
+        lambda: claimed(max_attempts=3),
+        lambda job: transitions.fail(job, ERROR, retry_in=0),
+    ),
+    Case(
+        states.RETRY_NOW,
+        "supervisor",
+        lambda: claimed(max_attempts=3),
+        lambda job: recording.reclaim("w1", "default", "signal SIGKILL"),
+    ),
+    Case(states.RELEASE, "worker", claimed, lambda job: transitions.release(job)),
+    Case(
+        states.FAIL,
+        "worker",
+        lambda: claimed(max_attempts=1),
+        lambda job: transitions.fail(job, ERROR, retry_in=None),
+    ),
+    Case(states.FAIL, "reaper", lambda: expired(max_attempts=1), lambda job: reap(runner="r")),
+    Case(
+        states.FAIL,
+        "supervisor",
+        lambda: claimed(max_attempts=1),
+        lambda job: recording.reclaim("w1", "default", "signal SIGKILL"),
+    ),
+    Case(
+        states.CANCEL_RUNNING,
+        "worker",
+        claimed,
+        lambda job: transitions.cancel_running(job, ERROR),
+    ),
+    Case(
+        states.CANCEL_RUNNING,
+        "reaper",
+        lambda: expired(max_attempts=3, cancel_requested=True),
+        lambda job: reap(runner="r"),
+    ),
+    Case(
+        states.CANCEL,
+        "admin",
+        ready,
+        lambda job: operations.cancel_waiting(Job.objects.filter(pk=job.pk), keep, "no longer"),
+    ),
+    Case(
+        states.RETRY,
+        "admin",
+        failed,
+        lambda job: operations.retry_failed(Job.objects.filter(pk=job.pk), keep),
+    ),
+    Case(
+        states.PURGE,
+        "purge",
+        failed,
+        lambda job: purge(older_than=timedelta(0), sleep=0),
+    ),
+]
+
+
+def row(pk: int) -> dict[str, Any] | None:
+    return Job.objects.filter(pk=pk).values(*COLUMNS, "status").first()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_each_transition_writes_what_it_declares_and_nothing_else(case):
+    job = case.arrange()
+    before = row(job.pk) if job is not None else None
+    answer = case.act(job)
+    if before is None:  # enqueue: a new row, every column written
+        after = row(answer.id)
+        assert after is not None and after["status"] == case.transition.target
+        assert case.transition.writes == {"*"}
+        return
+    after = row(job.pk)
+    if case.transition.target is None:  # purge: the row is gone
+        assert after is None
+        return
+    assert after is not None
+    assert before["status"] in case.transition.sources
+    assert after["status"] == case.transition.target
+    changed = {column for column in COLUMNS if before[column] != after[column]} - {"status"}
+    undeclared = changed - case.transition.writes
+    assert not undeclared, f"{case.transition.name} wrote {sorted(undeclared)} undeclared"
+
+
+def test_every_documented_transition_has_a_case():
+    assert {case.transition for case in CASES} == set(states.TRANSITIONS)
+    assert [t.number for t in states.TRANSITIONS] == list(range(1, 14))
+
+
+def test_each_transition_declares_real_columns_only():
+    for transition in states.TRANSITIONS:
+        assert transition.writes == {"*"} or transition.writes <= COLUMNS, transition.name
+
+
+def documented_rows() -> dict[int, str]:
+    """Return the rows of the transition table in job-states.md, by number."""
+    page = (ROOT / "docs" / "discussions" / "job-states.md").read_text()
+    rows = re.findall(r"^\| (\d+) \|(.*)\|$", page, re.M)
+    return {int(number): rest for number, rest in rows}
+
+
+def test_the_docs_table_names_each_transition_and_every_column_it_writes():
+    rows = documented_rows()
+    assert sorted(rows) == [t.number for t in states.TRANSITIONS]
+    for transition in states.TRANSITIONS:
+        cells = [cell.strip() for cell in rows[transition.number].split("|")]
+        assert cells[2] == transition.name, transition.number
+        written = cells[-1]
+        for column in transition.writes - {"*"}:
+            assert f"`{column}" in written, f"{transition.name}: {column} not documented"
