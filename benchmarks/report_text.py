@@ -146,7 +146,7 @@ per job; bulk enqueue 5,300 → 20,000+ jobs/s.
 - `claim()` and the batched completion run SQL that the ORM compiles once per thread and
   shape (`django_skipqueue/db/statements.py`); building and compiling the querysets cost about
   2 ms per claimed no-op job, ten times the raw SQL loop's whole cycle.
-- All successes of a batch are one fenced UPDATE (`completions.py`), fenced per row on
+- All successes of a batch are one fenced UPDATE (`transitions.succeed_many`), fenced per row on
   (id, attempt) with the owner, instead of one UPDATE per job.
 - On MySQL, the claim and the worker's record-and-claim transaction are `START TRANSACTION
   ... COMMIT` (`shorttxn.py`) instead of Django's autocommit switches, and the claim nested in
