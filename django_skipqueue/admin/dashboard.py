@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 from django_skipqueue import pausing
 from django_skipqueue.admin import charts
 from django_skipqueue.admin.figures import Dashboard, gather
-from django_skipqueue.admin.queues import admin_database
+from django_skipqueue.admin.scope import admin_database
 from django_skipqueue.conf import get_settings
 from django_skipqueue.durations import format_seconds
 from django_skipqueue.models import QueuePause

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Sum
 
-from django_skipqueue.admin.queues import QueueRef, admin_database, configured_queues
+from django_skipqueue.admin.scope import QueueRef, admin_database, configured_queues
 from django_skipqueue.conf import get_settings
 from django_skipqueue.models import QueueMinute, QueuePause, WorkerProcess
 from django_skipqueue.monitoring.stats import StatusReport, queue_status

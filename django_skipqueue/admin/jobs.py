@@ -27,7 +27,7 @@ from django_skipqueue.admin.listing import (
     search_jobs,
 )
 from django_skipqueue.admin.operations import FINISHED, JobQuery
-from django_skipqueue.admin.queues import admin_database
+from django_skipqueue.admin.scope import admin_database
 from django_skipqueue.db.clock import read_db_now
 from django_skipqueue.models import Job
 

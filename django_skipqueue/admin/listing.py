@@ -20,7 +20,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from django_skipqueue.admin.operations import JobQuery
-from django_skipqueue.admin.queues import configured_queues
+from django_skipqueue.admin.scope import configured_queues
 from django_skipqueue.db.counting import Count, capped_count
 from django_skipqueue.models import Job, JobStatus
 
