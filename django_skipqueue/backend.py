@@ -94,7 +94,8 @@ class SkipQueueBackend(BaseTaskBackend):
         calls = list(calls)
         for task in {id(task): task for task, _, _ in calls}.values():
             self.validate_task(task)
-        config, now = get_settings(), timezone.now()
+        config = get_settings()
+        now = timezone.now()
         jobs = build_jobs(calls, config=config, now=now)
         plain = insert_jobs([job for job in jobs if job.idempotency_key is None], self.database)
         results = self._results_in_order(calls, jobs, plain)

@@ -106,7 +106,9 @@ def _copy_of(template: Job, containers: list[str], args: list, kwargs: dict) -> 
     values = template.__dict__.copy()
     for name in containers:
         values[name] = values[name].copy()
-    values["_state"], values["args"], values["kwargs"] = ModelState(), args, kwargs
+    values["_state"] = ModelState()
+    values["args"] = args
+    values["kwargs"] = kwargs
     job.__dict__ = values
     return job
 

@@ -159,7 +159,8 @@ def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool
     """
     if not jobs:
         return []
-    using, owner = jobs[0]._state.db or "default", jobs[0].owner
+    using = jobs[0]._state.db or "default"
+    owner = jobs[0].owner
     if any(job.owner != owner for job in jobs):
         raise ValueError("succeed_many() records the jobs of one owner at a time.")
     same = _uniform(jobs, return_values)
@@ -177,7 +178,8 @@ def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool
 
 def _uniform(jobs: Sequence[Job], return_values: Sequence[Any]) -> bool:
     """Tell whether every job gets the same return value and the same worker ids."""
-    first_value, first_ids = return_values[0], jobs[0].worker_ids
+    first_value = return_values[0]
+    first_ids = jobs[0].worker_ids
     return all(
         job.worker_ids == first_ids and _same_json(value, first_value)
         for job, value in zip(jobs, return_values, strict=True)

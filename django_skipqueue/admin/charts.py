@@ -13,8 +13,11 @@ from django.utils.safestring import SafeString
 
 from django_skipqueue.admin.figures import MinutePoint
 
-WIDTH, HEIGHT = 600, 120
-LEFT, BOTTOM, TOP = 64, 16, 8
+WIDTH = 600
+HEIGHT = 120
+LEFT = 64
+BOTTOM = 16
+TOP = 8
 
 
 def throughput_chart(points: Sequence[MinutePoint], label: str) -> SafeString:

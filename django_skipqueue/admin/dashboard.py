@@ -103,7 +103,8 @@ def pause_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
     """Pause or resume one queue through the pausing API; report and log it."""
     if not request.user.has_perm(PAUSE_PERMISSION):
         raise PermissionDenied
-    queue, backend = request.POST.get("queue", ""), request.POST.get("backend", "default")
+    queue = request.POST.get("queue", "")
+    backend = request.POST.get("backend", "default")
     try:
         if request.POST.get("operation") == "pause":
             _pause(model_admin, request, queue, backend)

@@ -62,7 +62,8 @@ def timeline(job: Job, now: datetime) -> SafeString:
     A retry moves ``run_after`` past the first start, so the events are sorted by time:
     listed in a fixed order, a retried job would show a negative time between two of them.
     """
-    rows, previous = [], None
+    rows = []
+    previous = None
     for label, moment in sorted(_events(job), key=lambda event: event[1]):
         rows.append((label, moment_ms(moment), _duration(moment - previous) if previous else ""))
         previous = moment
@@ -73,7 +74,8 @@ def timeline(job: Job, now: datetime) -> SafeString:
 
 def _events(job: Job) -> list[tuple[str, datetime]]:
     """The job's recorded moments; a due time after the first start was set by a retry."""
-    started, due_at = job.started_at, job.run_after
+    started = job.started_at
+    due_at = job.run_after
     due = "Retry due" if started and due_at and due_at > started else "Due"
     steps = [
         ("Enqueued", job.enqueued_at),

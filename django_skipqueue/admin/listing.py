@@ -148,12 +148,14 @@ def first_id_enqueued_since(queryset: JobQuery, moment: datetime) -> int | None:
     ENQUEUE_SKEW, which the callers add as a margin. None when no job is that recent.
     """
     jobs = Job.objects.using(queryset.db).order_by("pk").values_list("pk", "enqueued_at")
-    first, last = jobs.first(), jobs.order_by("-pk").first()
+    first = jobs.first()
+    last = jobs.order_by("-pk").first()
     if last is None or first is None or last[1] < moment:
         return None
     if first[1] >= moment:
         return first[0]
-    low, high = first[0], last[0]
+    low = first[0]
+    high = last[0]
     while high - low > 1:
         middle = (low + high) // 2
         found = jobs.filter(pk__gte=middle).first()

@@ -125,7 +125,8 @@ def _in_chunks(queryset: JobQuery, guard: Q, change: Change, record: Recorder) -
     """Apply ``change`` to the jobs of ``queryset`` that pass ``guard``, chunk by chunk."""
     using = queryset.db
     candidates = queryset.filter(guard).order_by("-pk").values_list("pk", flat=True)
-    report, below = Report(), None
+    report = Report()
+    below = None
     while True:
         page = candidates if below is None else candidates.filter(pk__lt=below)
         ids = list(page[:CHUNK])

@@ -35,7 +35,8 @@ def insert_rows(jobs: Sequence[Job], using: str) -> None:
         ids = [row[0] for row in cursor.fetchall()] if returning else _consecutive(cursor, jobs)
     for job, pk in zip(jobs, ids, strict=True):
         job.pk = pk
-        job._state.adding, job._state.db = False, using
+        job._state.adding = False
+        job._state.db = using
 
 
 def insert_fields() -> list[Field[Any, Any]]:

@@ -39,10 +39,12 @@ class Outage:
 
     def failed(self, error: BaseException) -> None:
         """Count a failure; log only when the outage starts, changes error, or lasts."""
-        now, text = time.monotonic(), describe(error)
+        now = time.monotonic()
+        text = describe(error)
         self.failures += 1
         if self.down_since is None:
-            self.down_since, self.failures = now, 1
+            self.down_since = now
+            self.failures = 1
             self._log_start(error, text)
         elif text != self.error:
             logger.warning(
@@ -62,7 +64,8 @@ class Outage:
             )
         else:
             return
-        self.error, self.next_summary_at = text, now + SUMMARY_SECONDS
+        self.error = text
+        self.next_summary_at = now + SUMMARY_SECONDS
 
     def recovered(self) -> None:
         """Log the end of an outage (once); nothing when the database was not down."""
@@ -75,7 +78,9 @@ class Outage:
             self.failures,
             os.getpid(),
         )
-        self.down_since, self.failures, self.error = None, 0, ""
+        self.down_since = None
+        self.failures = 0
+        self.error = ""
 
     def _log_start(self, error: BaseException, text: str) -> None:
         logger.warning(

@@ -125,7 +125,9 @@ class Purge:
 
     def _purge_chunk(self, ids: list[int]) -> None:
         if self.options.dry_run:
-            deleted, archived, seconds = len(ids), 0, 0.0
+            deleted = len(ids)
+            archived = 0
+            seconds = 0.0
         else:
             began = time.monotonic()
             deleted, archived = retry_whole_transaction(

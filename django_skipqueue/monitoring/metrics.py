@@ -83,7 +83,9 @@ def histogram_percentile(histogram: Sequence[int], fraction: float) -> float | N
     total = sum(histogram)
     if total == 0:
         return None
-    wanted, seen, index = fraction * total, 0, 0
+    wanted = fraction * total
+    seen = 0
+    index = 0
     for index, count in enumerate(histogram):  # noqa: B007 - index is the answer
         seen += count
         if seen >= wanted and count:

@@ -222,6 +222,7 @@ def _add_runs(using: str, report: StatusReport, now: datetime) -> None:
             "last_result": run.last_result,
         }
         if run.task == "reap":
-            report.reaper_age, report.reaper = age, details
+            report.reaper_age = age
+            report.reaper = details
         else:
             report.purge = details

@@ -22,7 +22,9 @@ class IdleBackoff:
     """When to claim next: at once while there is work, exponentially later when there is not."""
 
     def __init__(self, cap: float) -> None:
-        self.cap, self.pause, self.next_claim_at = cap, 0.0, 0.0
+        self.cap = cap
+        self.pause = 0.0
+        self.next_claim_at = 0.0
 
     def claimed(self, got: int, wanted: int, *, woken_reliably: bool = False) -> None:
         """Plan the next claim after one that took ``got`` of ``wanted`` jobs.
@@ -53,7 +55,9 @@ class Claimer:
     """Claim into free slots queue by queue, in order; pace empty rounds with a backoff."""
 
     def __init__(self, options: WorkerOptions, owner: str, metrics: Metrics) -> None:
-        self.options, self.owner, self.metrics = options, owner, metrics
+        self.options = options
+        self.owner = owner
+        self.metrics = metrics
         self.using = options.database
         # One claim query per queue a round: the pause scales so that an idle process
         # makes at most one claim query per ``poll_max`` seconds.

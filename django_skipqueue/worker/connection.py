@@ -23,7 +23,8 @@ class DatabaseBackoff:
     """Pauses between attempts while the database is unreachable, with logging that stays sane."""
 
     def __init__(self, using: str) -> None:
-        self.using, self.failures = using, 0
+        self.using = using
+        self.failures = 0
 
     def failed(self, error: Error) -> float:
         """Drop the broken connection; return how long to wait before trying again."""

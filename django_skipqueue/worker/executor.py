@@ -123,7 +123,9 @@ class Executor:
 
     def __init__(self, threads: int, backend_alias: str, using: str, on_done: OnDone) -> None:
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skipqueue-job")
-        self.backend_alias, self.using, self.on_done = backend_alias, using, on_done
+        self.backend_alias = backend_alias
+        self.using = using
+        self.on_done = on_done
         #: The sender of task_started: the configured backend's class, as Django documents.
         self.sender = backend_class(backend_alias)
         self._loop: asyncio.AbstractEventLoop | None = None

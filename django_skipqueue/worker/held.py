@@ -27,12 +27,10 @@ class Holdings:
     """Held jobs by id, plus timed-out ones whose threads run on, plus unrecorded outcomes."""
 
     def __init__(self, owner: str, using: str, backend_alias: str, metrics: Metrics) -> None:
-        self.owner, self.using, self.backend_alias, self.metrics = (
-            owner,
-            using,
-            backend_alias,
-            metrics,
-        )
+        self.owner = owner
+        self.using = using
+        self.backend_alias = backend_alias
+        self.metrics = metrics
         self.held: dict[int, Running] = {}
         #: Timed out: failed already, but still occupying a thread.
         self.stuck: list[Running] = []

@@ -53,8 +53,11 @@ class Worker:
         supervisor: str | None = None,
         parent_pid: int | None = None,
     ) -> None:
-        self.options, self.owner, self.using = options, owner, options.database
-        self.supervisor, self.parent_pid = supervisor, parent_pid
+        self.options = options
+        self.owner = owner
+        self.using = options.database
+        self.supervisor = supervisor
+        self.parent_pid = parent_pid
         self.waker = Waker(get_settings().WAKEUP_HOST if options.wakeup else None)
         self.metrics = Metrics()
         self.jobs = Holdings(owner, self.using, options.backend, self.metrics)
@@ -146,7 +149,8 @@ class Worker:
         # A pending signal's poke may have been drained by a short wait (_let_batch_fill).
         if self.jobs.unrecorded or self.stopping.signals or self._done():
             return
-        now, free = time.monotonic(), self._free_slots()
+        now = time.monotonic()
+        free = self._free_slots()
         until = [self.next_beat_at, self.stopping.deadline, *self.jobs.deadlines()]
         listen = not self.stopping.requested and free > 0
         if listen:
@@ -198,7 +202,8 @@ class Worker:
         """
         wanted = self._free_slots(self.jobs.finishing)
         queues = self.claimer.queues_to_ask()
-        first, others = (queues[0] if queues else None), queues[1:]
+        first = queues[0] if queues else None
+        others = queues[1:]
         claimed = self._record(claim_from=first, wanted=wanted)
         claimed = self.claimer.claim_rest(others, wanted, claimed)
         for job in claimed:

@@ -58,7 +58,8 @@ def settle(outcomes: Sequence[Outcome], written: Sequence[bool]) -> None:
     """Mark outcomes recorded after their transaction committed (``written`` from write())."""
     todo = [outcome for outcome in outcomes if not outcome.recorded]
     for outcome, ok in zip(todo, written, strict=True):
-        outcome.recorded, outcome.lost = True, not ok
+        outcome.recorded = True
+        outcome.lost = not ok
 
 
 def made_ready(outcomes: Sequence[Outcome]) -> set[str]:
@@ -93,7 +94,8 @@ def _is_ours(outcome: Outcome, row: dict[str, Any] | None) -> bool:
         return False
     if outcome.status == JobStatus.SUCCEEDED:
         return bool(row["status"] == JobStatus.SUCCEEDED and row["owner"] == job.owner)
-    errors, workers = row["errors"] or [], row["worker_ids"] or []
+    errors = row["errors"] or []
+    workers = row["worker_ids"] or []
     return bool(errors and errors[-1] == outcome.error and workers[-1:] == [job.owner])
 
 
@@ -140,7 +142,8 @@ def _as_recorded(outcome: Outcome) -> Job:
     if outcome.status == RETRY:
         job.status = JobStatus.SCHEDULED if outcome.retry_in else JobStatus.READY
     else:
-        job.status, job.finished_at = JobStatus(outcome.status), timezone.now()
+        job.status = JobStatus(outcome.status)
+        job.finished_at = timezone.now()
         job.return_value = outcome.return_value
     return job
 

@@ -30,7 +30,9 @@ PROCESSES_PER_CORE = 4
 
 def wait_for_database(using: str) -> float:
     """Connect to ``using``, retrying until the server answers; return the seconds waited."""
-    began, pause, connection = time.monotonic(), 0.1, connections[using]
+    began = time.monotonic()
+    pause = 0.1
+    connection = connections[using]
     while True:
         try:
             connection.ensure_connection()

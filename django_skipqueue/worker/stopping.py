@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
-GRACEFUL, IMMEDIATE = "graceful", "immediate"
+GRACEFUL = "graceful"
+IMMEDIATE = "immediate"
 
 
 class Stopping:
@@ -65,11 +66,14 @@ class Stopping:
         """
         if mode == IMMEDIATE:
             news = self.mode != IMMEDIATE
-            self.mode, self.reason = IMMEDIATE, self.reason or reason
+            self.mode = IMMEDIATE
+            self.reason = self.reason or reason
             self.deadline = min(self.deadline, time.monotonic() + within)
             return news
         if self.mode is not None:
             return False
-        self.mode, self.reason, self.exit_code = GRACEFUL, reason, exit_code
+        self.mode = GRACEFUL
+        self.reason = reason
+        self.exit_code = exit_code
         self.deadline = time.monotonic() + within
         return True

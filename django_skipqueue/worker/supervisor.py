@@ -85,8 +85,11 @@ class Supervisor:
         maintenance: MaintenanceLoop | None = None,
         owner: str | None = None,
     ) -> None:
-        self.options, self.processes, self.maintenance = options, processes, maintenance
-        self.owner, self.using = owner or owner_id(), options.database
+        self.options = options
+        self.processes = processes
+        self.maintenance = maintenance
+        self.owner = owner or owner_id()
+        self.using = options.database
         self.waker = Waker(None)
         self.metrics = Metrics()
         self.children: dict[int, Child] = {}
