@@ -2,6 +2,11 @@
 
 Add ``django_skipqueue.outbox`` to INSTALLED_APPS. The functions import the models when
 called: this module is imported while the app registry loads.
+
+Imports of the core only what any process may: ``conf``, ``exceptions``, ``checks``,
+``durations``, ``wakeup``, ``db`` and owner ids; never the job queue's ``worker`` loop,
+``maintenance`` or ``admin``. The core imports nothing of it but its figures for
+``skipqueue_status`` and ``skipqueue_health``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""The outbox's manage.py commands: ``skipqueue_relay``."""

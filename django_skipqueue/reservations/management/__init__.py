@@ -1,0 +1,1 @@
+"""The reservations app's manage.py commands: ``skipqueue_release_expired``."""

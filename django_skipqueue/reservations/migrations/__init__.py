@@ -1,0 +1,1 @@
+"""Migrations of the reservations app (skipqueue_reservations)."""
