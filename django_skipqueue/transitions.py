@@ -12,7 +12,7 @@ deletes them (maintenance/archive.py): neither is an UPDATE.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import reduce
 from operator import or_
 from typing import Any
@@ -70,6 +70,27 @@ def release(job: Job) -> bool:
         lease_until=None,
         attempts=F("attempts") - 1,
     )
+
+
+# No transition: the lease of a claimed job renewed, its cancellation requested.
+
+
+def renew(owner: str, using: str, ids: Collection[int], lease: float | None) -> dict[int, bool]:
+    """Extend the leases of the jobs ``owner`` holds with one UPDATE (the status stays).
+
+    Returns the ids still held, each with its ``cancel_requested`` flag; an id missing from the
+    answer was taken over (its lease had expired), so its completion will be rejected.
+    """
+    if not ids:
+        return {}
+    held = Job.objects.using(using).held_by(owner).filter(pk__in=list(ids))
+    held.update(lease_until=DatabaseNowPlus(F("lease_seconds") if lease is None else lease))
+    return dict(held.values_list("pk", "cancel_requested"))
+
+
+def request_cancel(rows: Rows) -> int:
+    """Ask the workers running the claimed jobs of ``rows`` to stop them (not a transition)."""
+    return rows.filter(status=JobStatus.CLAIMED).update(cancel_requested=True)
 
 
 # 5 to 10: how an attempt ends, fenced on the lease token.

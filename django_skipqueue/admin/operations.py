@@ -79,7 +79,7 @@ def request_cancellation(queryset: JobQuery, record: Recorder) -> Report:
 
     def flag(rows: JobQuery, report: Report) -> list[Job]:
         jobs = _lock(rows)
-        _only(rows, jobs).update(cancel_requested=True)
+        transitions.request_cancel(_only(rows, jobs))
         for job in jobs:
             job.cancel_requested = True
         return jobs

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from django.db.models import F, Sum
+from django.db.models import Sum
 
-from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus, read_db_now
-from django_skipqueue.models import Job, QueueMinute, WorkerProcess
+from django_skipqueue.db.clock import DatabaseNow, read_db_now
+from django_skipqueue.models import QueueMinute, WorkerProcess
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.worker.options import WorkerOptions
 
@@ -78,19 +77,6 @@ def mark_stopped(owner: str, using: str) -> None:
     WorkerProcess.objects.using(using).filter(owner=owner, stopped_at__isnull=True).update(
         stopped_at=DatabaseNow()
     )
-
-
-def renew(owner: str, using: str, ids: Collection[int], lease: float | None) -> dict[int, bool]:
-    """Extend the leases of the jobs ``owner`` holds with one UPDATE.
-
-    Returns the ids still held, each with its ``cancel_requested`` flag; an id missing from the
-    answer was taken over (its lease had expired), so its completion will be rejected.
-    """
-    if not ids:
-        return {}
-    held = Job.objects.using(using).held_by(owner).filter(pk__in=list(ids))
-    held.update(lease_until=DatabaseNowPlus(F("lease_seconds") if lease is None else lease))
-    return dict(held.values_list("pk", "cancel_requested"))
 
 
 def clock_offset(using: str) -> timedelta:

@@ -10,12 +10,11 @@ import logging
 import queue
 import time
 
-from django_skipqueue import wakeup
+from django_skipqueue import transitions, wakeup
 from django_skipqueue.models import Job
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.states import JobStatus
-from django_skipqueue.worker import heartbeat
-from django_skipqueue.worker import recording as outcomes
+from django_skipqueue.worker import recording
 from django_skipqueue.worker.executor import RETRY, Outcome, Running
 
 logger = logging.getLogger("django_skipqueue.worker")
@@ -85,15 +84,15 @@ class Holdings:
 
     def written(self, batch: list[Outcome], written: list[bool]) -> None:
         """Settle ``batch`` after the transaction that wrote it (``recording.write``) committed."""
-        outcomes.settle(batch, written)
-        wakeup.after_commit(self.using, outcomes.made_ready(batch))
+        recording.settle(batch, written)
+        wakeup.after_commit(self.using, recording.made_ready(batch))
         self._recognise([o for o in batch if o.lost and id(o) in self.uncertain])
         self.uncertain.difference_update(id(outcome) for outcome in batch)
         self.settled(batch)
 
     def _recognise(self, rejected: list[Outcome]) -> None:
         """Outcomes rejected after a commit of unknown fate may be our own earlier write."""
-        for outcome, ours in zip(rejected, outcomes.already_written(rejected), strict=True):
+        for outcome, ours in zip(rejected, recording.already_written(rejected), strict=True):
             outcome.lost = not ours
 
     @property
@@ -114,9 +113,9 @@ class Holdings:
             self.metrics.count(queue_name, "lost_leases")
         elif outcome.status in COUNTERS:
             self.metrics.count(queue_name, COUNTERS[outcome.status])
-        outcomes.log_outcome(outcome, self.owner)
+        recording.log_outcome(outcome, self.owner)
         if not outcome.lost:
-            outcomes.send_finished(outcome, self.backend_alias)
+            recording.send_finished(outcome, self.backend_alias)
 
     def abandon(self, running: Running, outcome: Outcome) -> None:
         """Give up on a job past its timeout: record ``outcome``, ignore what its thread says."""
@@ -135,7 +134,7 @@ class Holdings:
 
     def renew(self, lease: float | None) -> None:
         """Renew every held lease in one UPDATE; flag lost leases and requested cancels."""
-        flags = heartbeat.renew(self.owner, self.using, list(self.held), lease)
+        flags = transitions.renew(self.owner, self.using, list(self.held), lease)
         for pk, running in self.held.items():
             if pk not in flags and not running.lease_lost:
                 running.lease_lost = True
@@ -165,8 +164,8 @@ class Holdings:
         self.unstart()
         never_started = [running.job for running in self.unstarted]
         started = [running.job for running in self.held.values()]
-        released = outcomes.release(never_started, self.using)
-        interrupted = outcomes.interrupt(started, self.using, reason)
+        released = recording.release(never_started, self.using)
+        interrupted = recording.interrupt(started, self.using, reason)
         self.held.clear()
         self.unstarted.clear()
         return released, interrupted
@@ -177,7 +176,7 @@ class Holdings:
         strays = list(mine.exclude(pk__in=list(self.held)))
         if strays:
             logger.warning("released unknown claims jobs=%s worker=%s", len(strays), self.owner)
-            outcomes.release(strays, self.using)
+            recording.release(strays, self.using)
 
 
 def _deadline(running: Running) -> float:

@@ -28,8 +28,7 @@ from django_skipqueue.db.outage import is_unreachable, outage
 from django_skipqueue.models.worker import WorkerRole
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.wakeup import Waker
-from django_skipqueue.worker import heartbeat
-from django_skipqueue.worker import recording as outcomes
+from django_skipqueue.worker import heartbeat, recording
 from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
 from django_skipqueue.worker.owner import new_token, owner_id
@@ -204,7 +203,7 @@ class Supervisor:
         """Take back what dead workers held, at once (retried while the database is down)."""
         while self.dead:
             owner, reason = self.dead[0]
-            taken = self._database(partial(outcomes.reclaim, owner, self.using, reason))
+            taken = self._database(partial(recording.reclaim, owner, self.using, reason))
             if taken is None:
                 return
             for job in taken:

@@ -10,9 +10,9 @@ from django.db import connections
 from django.tasks import TaskResultStatus, task_backends
 from django.tasks.signals import task_finished, task_started
 
+from django_skipqueue import transitions
 from django_skipqueue.models import Job, QueueMinute, WorkerProcess
 from django_skipqueue.worker import claimer as claiming
-from django_skipqueue.worker import heartbeat
 from django_skipqueue.worker import recording as outcomes
 from django_skipqueue.worker.executor import Executor, Outcome, Running
 from django_skipqueue.worker.loop import Worker
@@ -332,7 +332,7 @@ def test_heartbeat_renews_held_leases_and_reads_cancel_requests():
     claimed = Job.objects.claim(["default"], limit=3, owner="w1", lease=5)
     Job.objects.filter(pk=a.id).update(cancel_requested=True)
     Job.objects.filter(pk=c.id).update(owner="thief")
-    flags = heartbeat.renew("w1", "default", [j.pk for j in claimed], lease=300)
+    flags = transitions.renew("w1", "default", [j.pk for j in claimed], lease=300)
     assert flags == {int(a.id): True, int(b.id): False}
     renewed = job(b).lease_until - claimed[1].lease_until
     assert renewed.total_seconds() > 250
