@@ -128,6 +128,14 @@ class SkipQueueSettings:
     #: Seconds between two sweeps of expired holds by the maintenance loop.
     RESERVATION_SWEEP_INTERVAL: float = 5.0
 
+    # Recurring tasks (django_skipqueue.scheduling, when installed).
+    #: Schedules declared in settings: name -> {"task": ..., "cron": ... or "interval": ...}.
+    SCHEDULES: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    #: Seconds between two looks at the due schedules by the maintenance loop.
+    SCHEDULER_INTERVAL: float = 1.0
+    #: A tick reached more than this many seconds after its time counts as missed.
+    SCHEDULER_GRACE: float = 60.0
+
 
 _current: list[SkipQueueSettings] = []
 

@@ -125,3 +125,12 @@ class HoldNotActive(ReservationError):
 
 class HoldExpired(HoldNotActive):
     """The hold's time ran out before it could be confirmed."""
+
+
+class InvalidSchedule(SkipQueueError, ValueError):
+    """A recurring task's definition is wrong: cron expression, interval, time zone or task."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        # What is wrong: "cron", "time_zone", "task", or "" for the rest of the definition.
+        self.field = field

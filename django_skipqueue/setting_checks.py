@@ -125,8 +125,11 @@ RULES: dict[str, Rule] = {
     "OUTBOX_IDLE_POLL_SECONDS": seconds(),
     "HEALTH_MAX_OUTBOX_AGE": seconds(),
     "RESERVATION_SWEEP_INTERVAL": seconds(),
+    "SCHEDULER_INTERVAL": seconds(),
+    "SCHEDULER_GRACE": seconds(),
 }
-#: Settings with checks of their own: E005, the outbox's E201-E203, the reservations' E101/E103.
+#: Settings with checks of their own: E005, the outbox's E201-E203, the reservations' E101/E103,
+#: the schedules' E301-E305.
 CHECKED_ELSEWHERE = frozenset(
     {
         "WAKEUP_FANOUT",
@@ -135,13 +138,33 @@ CHECKED_ELSEWHERE = frozenset(
         "OUTBOX_PARTITIONS",
         "RESERVATION_DATABASE",
         "RESERVATION_POOL_CAP",
+        "SCHEDULES",
     }
 )
 
 
 def check_settings(**kwargs: object) -> list[CheckMessage]:
     """Check every SKIPQUEUE_* setting: known names, valid values, known retention statuses."""
-    return [*_unknown_settings(), *_invalid_values(), *_unknown_retention_keys()]
+    return [
+        *_unknown_settings(),
+        *_invalid_values(),
+        *_unknown_retention_keys(),
+        *_schedules_without_app(),
+    ]
+
+
+def _schedules_without_app() -> Iterator[CheckMessage]:
+    from django.apps import apps
+
+    if getattr(settings, PREFIX + "SCHEDULES", None) and not apps.is_installed(
+        "django_skipqueue.scheduling"
+    ):
+        yield Error(
+            f"{PREFIX}SCHEDULES declares schedules, but 'django_skipqueue.scheduling' is not in "
+            "INSTALLED_APPS: nothing would run them.",
+            hint=HINT,
+            id="django_skipqueue.E305",
+        )
 
 
 def _unknown_settings() -> Iterator[CheckMessage]:

@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "django_skipqueue",
     "django_skipqueue.outbox",
     "django_skipqueue.reservations",
+    "django_skipqueue.scheduling",
     "testproject.demo",
 ]
 

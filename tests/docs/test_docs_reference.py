@@ -117,6 +117,17 @@ def test_every_outbox_model_field_is_documented():
         assert rows == {field.name for field in model._meta.concrete_fields}, model.__name__
 
 
+def test_every_schedule_model_field_is_documented():
+    page = docpages.DOCS / "reference" / "scheduling.md"
+    by_model = {s.title.split("`")[1]: s.text for s in docpages.sections(page) if s.level == 3}
+    models = list(apps.get_app_config("skipqueue_scheduling").get_models())
+    assert sorted(by_model) == sorted(model.__name__ for model in models)
+    for model in models:
+        rows = set(re.findall(r"^\| `(\w+)` \|", by_model[model.__name__], re.MULTILINE))
+        assert rows == {field.name for field in model._meta.fields}, model.__name__
+        assert f"(`{model._meta.db_table}`)" in page.read_text()
+
+
 def test_every_exception_is_documented():
     text = docpages.read("reference/exceptions.md")
     documented = set(re.findall(r"^\| `(\w+)` \|", text, re.MULTILINE))
@@ -149,7 +160,13 @@ def _app_commands() -> dict[str, BaseCommand]:
     return {
         name: load_command_class(app, name)
         for name, app in get_commands().items()
-        if app in ("django_skipqueue", "django_skipqueue.outbox", "django_skipqueue.reservations")
+        if app
+        in (
+            "django_skipqueue",
+            "django_skipqueue.outbox",
+            "django_skipqueue.reservations",
+            "django_skipqueue.scheduling",
+        )
     }
 
 

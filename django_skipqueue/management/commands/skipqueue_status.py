@@ -17,6 +17,8 @@ from django_skipqueue.monitoring.stats import (
     queue_status,
 )
 from django_skipqueue.outbox.stats import outbox_status
+from django_skipqueue.scheduling.status import render as render_schedules
+from django_skipqueue.scheduling.status import schedule_status
 
 COLUMNS = (
     "queue",
@@ -52,15 +54,20 @@ class Command(BaseCommand):
         window = options["minutes"]
         report = queue_status(backend.database, backend.queue_names, window_minutes=window)
         outbox = outbox_status(backend.database)
+        schedules = schedule_status(backend.database)
         if options["json"]:
             data = report.as_dict()
             if outbox is not None:
                 data["outbox"] = outbox.as_dict()
+            if schedules is not None:
+                data["schedules"] = [line.as_dict() for line in schedules]
             self.stdout.write(json.dumps(data, indent=2))
         else:
             self.stdout.write(render(report))
             if outbox is not None:
                 self.stdout.write(outbox.line())
+            if schedules is not None:
+                self.stdout.write(render_schedules(schedules))
 
 
 def render(report: StatusReport) -> str:

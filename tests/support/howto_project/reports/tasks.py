@@ -6,3 +6,8 @@ from django.tasks import task
 @task
 def build_nightly_report(day: str) -> str:
     return f"report for {day}"
+
+
+@task
+def refresh_exchange_rates() -> None:
+    """Scheduled every few minutes by docs/howto/schedule-tasks.md."""

@@ -1,0 +1,156 @@
+"""Schedules in the admin: create, edit, enable and disable them, run one now; ticks read only.
+
+Saving a form writes the definition fields only: the scheduler's own columns (next and last
+tick, last job, missed ticks) are never written from a form read seconds earlier, so an edit
+cannot move a schedule back over ticks a scheduler has fired meanwhile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+
+from ..db.clock import read_db_now
+from ..exceptions import InvalidSchedule
+from . import ticks
+from .definition import KEYS, validate
+from .models import Schedule, Source, Tick
+from .status import local_time
+
+#: The fields a person edits; the rest belongs to the scheduler.
+DEFINITION = [*KEYS.values()]
+TIMING = ("cron", "interval_seconds", "time_zone", "enabled")
+
+
+class ScheduleForm(forms.ModelForm):
+    class Meta:
+        model = Schedule
+        fields = ["name", *DEFINITION]
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse what the scheduler could not run: bad cron, time zone, task or policy."""
+        data = super().clean() or {}
+        if self.errors:
+            return data
+        try:
+            validate(data.get("name") or "", data)
+        except InvalidSchedule as error:
+            field = {"cron": "cron", "time_zone": "time_zone", "task": "task_path"}
+            self.add_error(field.get(error.field), str(error))
+        return data
+
+
+@admin.action(permissions=["run"], description="Run selected schedules now")
+def run_now(model_admin: ScheduleAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    """Enqueue one job per schedule at once, recorded as a manual tick."""
+    for schedule in queryset:
+        using = schedule._state.db
+        try:
+            with transaction.atomic(using=using):
+                job_id = ticks.run_now(schedule, read_db_now(using), using, "admin")
+        except InvalidSchedule as error:
+            model_admin.message_user(request, f"{schedule}: {error}", messages.ERROR)
+        else:
+            model_admin.message_user(request, f"{schedule}: job {job_id} enqueued.")
+
+
+@admin.action(permissions=["change"], description="Enable selected schedules")
+def enable(model_admin: ScheduleAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    # next_tick_at stays NULL: the scheduler gives it the first tick after its now.
+    count = queryset.filter(source=Source.DATABASE, enabled=False).update(enabled=True)
+    model_admin.message_user(request, f"{count} schedules enabled.")
+
+
+@admin.action(permissions=["change"], description="Disable selected schedules")
+def disable(model_admin: ScheduleAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    count = queryset.filter(source=Source.DATABASE).update(enabled=False, next_tick_at=None)
+    model_admin.message_user(request, f"{count} schedules disabled.")
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(admin.ModelAdmin):
+    form = ScheduleForm
+    list_display = ("name", "task_path", "timing", "time_zone", "enabled", "next_tick",
+                    "last_tick", "last_job", "missed_ticks", "source")  # fmt: skip
+    list_filter = ("enabled", "source")
+    search_fields = ("name", "task_path")
+    ordering = ("name",)
+    actions = [run_now, enable, disable]
+    readonly_fields = ("source", "next_tick", "last_tick", "last_job", "missed_ticks",
+                       "last_error", "updated_at")  # fmt: skip
+
+    def has_run_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("skipqueue_scheduling.run_schedule")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Declared in settings: edited there, and copied again by every scheduler.
+        if obj is not None and obj.source == Source.SETTINGS:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and obj.source == Source.SETTINGS:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
+        """Write the definition only; a changed timing moves the next tick to after now."""
+        using = obj._state.db or "default"
+        timing_changed = not change or any(name in form.changed_data for name in TIMING)
+        fields = [name for name in DEFINITION if not change or name in form.changed_data]
+        if timing_changed:
+            now = read_db_now(using)
+            next_tick = validate(obj.name, form.cleaned_data).timing.after(now)
+            obj.next_tick_at = next_tick if obj.enabled else None
+            fields.append("next_tick_at")
+        if not change:
+            obj.save(using=using)
+            return
+        obj.save(using=using, update_fields=[*fields, "updated_at"])
+
+    @admin.display(description="next tick", ordering="next_tick_at")
+    def next_tick(self, schedule: Schedule) -> str:
+        return local_time(schedule.next_tick_at, schedule.time_zone) or "-"
+
+    @admin.display(description="last tick", ordering="last_tick_at")
+    def last_tick(self, schedule: Schedule) -> str:
+        return local_time(schedule.last_tick_at, schedule.time_zone) or "-"
+
+    @admin.display(description="last job")
+    def last_job(self, schedule: Schedule) -> str:
+        from ..models import Job
+
+        if not schedule.last_job_id:
+            return "-"
+        job = Job.objects.using(schedule._state.db).filter(pk=schedule.last_job_id).first()
+        if job is None:
+            return f"#{schedule.last_job_id} (purged)"
+        url = reverse("admin:django_skipqueue_job_change", args=[job.pk])
+        return format_html('<a href="{}">#{}</a> {}', url, job.pk, job.status)
+
+
+@admin.register(Tick)
+class TickAdmin(admin.ModelAdmin):
+    list_display = ("schedule", "tick_at", "kind", "job_id", "enqueued_at", "scheduler")
+    list_filter = ("kind",)
+    search_fields = ("=schedule__name",)
+    ordering = ("-tick_at",)
+    list_select_related = ("schedule",)
+    # Exact counts of a long history cost a scan on every page view.
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
