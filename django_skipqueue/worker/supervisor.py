@@ -83,10 +83,13 @@ class Supervisor:
         processes: int = 1,
         maintenance: MaintenanceLoop | None = None,
         owner: str | None = None,
+        relay: str | None = None,
     ) -> None:
         self.options = options
         self.processes = processes
         self.maintenance = maintenance
+        #: Broker URL of an outbox relay run as one more child (the slot after the workers').
+        self.relay = relay
         self.owner = owner or owner_id()
         self.using = options.database
         self.waker = Waker(None)
@@ -114,7 +117,7 @@ class Supervisor:
             self.processes,
             self.options.describe(),
         )
-        for slot in range(self.processes):
+        for slot in range(self.processes + (self.relay is not None)):
             self._spawn(slot)
         while self.children or self.restarts:
             self._turn()
@@ -146,11 +149,11 @@ class Supervisor:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            self._child(token)
+            self._child(token, slot)
         self.children[pid] = Child(slot, pid, owner_id(token, pid=pid), time.monotonic())
         self.spawned += 1
 
-    def _child(self, token: str) -> NoReturn:
+    def _child(self, token: str, slot: int) -> NoReturn:
         code = 1
         try:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -158,16 +161,30 @@ class Supervisor:
             del signals[:]  # the worker's handlers take over this list (shared: no gap)
             self.waker.close()
             os.setpgid(0, 0)
-            worker = Worker(
-                self.options, owner=owner_id(token), supervisor=self.owner, parent_pid=os.getppid()
-            )
-            worker.stopping.signals = signals
-            code = worker.run()
+            if self.relay is not None and slot == self.processes:
+                code = self._run_relay(self.relay)
+            else:
+                worker = Worker(
+                    self.options,
+                    owner=owner_id(token),
+                    supervisor=self.owner,
+                    parent_pid=os.getppid(),
+                )
+                worker.stopping.signals = signals
+                code = worker.run()
         except BaseException:
             logger.exception("worker process failed")
         finally:
             logging.shutdown()
             os._exit(code)
+
+    def _run_relay(self, broker_url: str) -> int:
+        """Run the outbox relay in this child (SIGTERM/SIGINT: after its round; SIGQUIT: now)."""
+        from ..outbox.process import RelayProcess  # the outbox app is optional
+
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+        RelayProcess(self.using, broker_url, burst=self.options.burst).run()
+        return 0
 
     def _reap_children(self) -> None:
         while self.children:

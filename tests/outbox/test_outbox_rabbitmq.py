@@ -3,6 +3,7 @@ what rolled back never does; what RabbitMQ cannot route becomes a dead letter.""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -156,3 +157,19 @@ def test_a_crash_between_confirm_and_delete_resends_with_the_same_ids_and_a_caus
     assert all(r.headers["X-Skipqueue-Resent"] == "unsettled claim relay-a#1" for r in duplicates)
     assert all(r.headers["X-Skipqueue-Attempt"] == "2" for r in duplicates)
     assert not OutboxMessage.objects.exists()
+
+
+def test_runworkers_runs_the_relay_as_one_more_child(orders, amqp_url, manage_py, child_env):
+    publish_many([Message("orders", {"n": n}, key="k", message_id=f"rw-{n}") for n in range(20)])
+    done = subprocess.run(
+        [*manage_py, "runworkers", "--burst", "--processes", "1", "--relay", amqp_url],
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [r.message_id for r in orders.drain()] == [f"rw-{n}" for n in range(20)]
+    assert not OutboxMessage.objects.exists()
+    relay = OutboxRelay.objects.get()
+    assert relay.sent == 20 and relay.stopped_at is not None

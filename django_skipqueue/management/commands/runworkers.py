@@ -11,6 +11,7 @@ import logging
 import sys
 from typing import Any
 
+from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_skipqueue.backend import QUEUE_NAME_PATTERN, SkipQueueBackend
@@ -107,6 +108,15 @@ class Command(BaseCommand):
             help="Start even with more processes than the machine's cores or the server's "
             "max_connections can take (a warning instead of an error).",
         )
+        add(
+            "--relay",
+            nargs="?",
+            const="",
+            default=None,
+            metavar="URL",
+            help="Also run an outbox relay process, to URL "
+            "(default: SKIPQUEUE_OUTBOX_BROKER_URL); needs django_skipqueue.outbox.",
+        )
 
     def execute(self, *args: Any, **options: Any) -> Any:
         """Wait for the queue's database, then run the system checks and the command."""
@@ -115,6 +125,7 @@ class Command(BaseCommand):
         return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        relay = self._relay_url(options["relay"])
         worker_options = self._worker_options(options)
         self._check_migrated(worker_options.database)
         self._check_pool(options, worker_options.database)
@@ -124,10 +135,22 @@ class Command(BaseCommand):
             processes=options["processes"],
             maintenance=default_maintenance(worker_options.database, owner),
             owner=owner,
+            relay=relay,
         )
         code = supervisor.run()
         if code:
             sys.exit(code)
+
+    def _relay_url(self, option: str | None) -> str | None:
+        """The broker of the outbox relay child, or None without --relay."""
+        if option is None:
+            return None
+        if not apps.is_installed("django_skipqueue.outbox"):
+            raise CommandError("--relay needs django_skipqueue.outbox in INSTALLED_APPS.")
+        url = option or get_settings().OUTBOX_BROKER_URL
+        if not url:
+            raise CommandError("--relay needs a URL or SKIPQUEUE_OUTBOX_BROKER_URL.")
+        return url
 
     def _worker_options(self, options: dict[str, Any]) -> WorkerOptions:
         backend = backend_named(options["backend"])
