@@ -15,6 +15,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 MANAGE = [sys.executable, str(ROOT / "testproject" / "manage.py")]
 SETTINGS = "tests.reliability.settings"
+#: Seconds to wait for what needs a fresh runworkers to start, claim and reach a given point.
+#: A minute is plenty on an idle machine and not always on a loaded 2-core one; the wait ends
+#: as soon as the point is reached, so only a failing test waits this long.
+STARTUP = 180
 
 
 def child_env(database_url: str, base: dict[str, str] | None = None, **settings: Any) -> dict:

@@ -23,7 +23,7 @@ from django_skipqueue.db.clock import DatabaseNowPlus
 from django_skipqueue.models import Job, QueueMinute
 from testproject.demo.models import LedgerEntry
 from tests.reliability import tasks
-from tests.reliability.procs import MANAGE, Supervisor, kill_quietly, wait_for
+from tests.reliability.procs import MANAGE, STARTUP, Supervisor, kill_quietly, wait_for
 from tests.support.tasks import noop
 
 pytestmark = [
@@ -110,7 +110,7 @@ def test_a_worker_with_a_skewed_clock_renews_by_the_database_clock(
     )  # fmt: skip
     leases: list[float] = []
     try:
-        wait_for(lambda: lease_left(int(result.id)) is not None, 60)
+        wait_for(lambda: lease_left(int(result.id)) is not None, STARTUP)
         while (left := lease_left(int(result.id))) is not None:
             leases.append(left)
             time.sleep(0.2)
@@ -145,7 +145,7 @@ def test_a_stopped_worker_with_a_fast_clock_loses_its_lease_on_time(rel_env, tmp
     )  # fmt: skip
     reaper = None
     try:
-        wait_for(started.exists, 60)
+        wait_for(started.exists, STARTUP)
         [pid] = worker.workers()
         os.kill(pid, signal.SIGSTOP)
         stopped = time.monotonic()

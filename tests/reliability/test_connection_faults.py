@@ -22,7 +22,7 @@ from django_skipqueue.models import Job, WorkerProcess
 from testproject.demo.models import LedgerEntry
 from tests.reliability import tasks
 from tests.reliability.control import Control
-from tests.reliability.procs import Supervisor, wait_for
+from tests.reliability.procs import STARTUP, Supervisor, wait_for
 from tests.reliability.proxy import Fault
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.mysql, pytest.mark.slow]
@@ -46,7 +46,7 @@ def start_worker(env: dict, tmp_path, *extra: str) -> Supervisor:
     )  # fmt: skip
 
 
-def finish(supervisor: Supervisor, result, timeout: float = 60) -> Job:
+def finish(supervisor: Supervisor, result, timeout: float = STARTUP) -> Job:
     """Wait until the job is finished, then stop the worker gracefully (exit 0)."""
     try:
         wait_for(lambda: Job.objects.filter(pk=result.id).finished().exists(), timeout)
@@ -79,7 +79,7 @@ def test_kill_connection_during_claim(control, rel_env, tmp_path, figures):
     control.execute("LOCK TABLES skipqueue_job WRITE")
     supervisor = start_worker(rel_env(**FAST), tmp_path)
     try:
-        waiting = wait_for(lambda: control.sessions("%= 'ready'%SKIP LOCKED%"), 60)
+        waiting = wait_for(lambda: control.sessions("%= 'ready'%SKIP LOCKED%"), STARTUP)
         killed = control.kill(waiting)
     finally:
         control.execute("UNLOCK TABLES")
@@ -99,7 +99,7 @@ def test_kill_connection_during_a_job(control, rel_env, tmp_path, figures):
         started=str(started), proceed=str(proceed), seconds=60
     )
     supervisor = start_worker(rel_env(**FAST), tmp_path)
-    wait_for(started.exists, 60)
+    wait_for(started.exists, STARTUP)
     killed = control.kill(control.sessions())
     time.sleep(1.5)  # the worker's next heartbeats meet the dead connection
     proceed.touch()
@@ -118,14 +118,18 @@ def test_kill_connection_during_completion(control, rel_env, tmp_path, figures, 
     task = tasks.record_then_hold_tx if transactional else tasks.record_then_hold
     started, proceed = tmp_path / "started", tmp_path / "proceed"
     result = task.enqueue(started=str(started), proceed=str(proceed), seconds=60)
-    supervisor = start_worker(rel_env(**FAST), tmp_path)
-    wait_for(started.exists, 60)
+    # No lease renewal within the test: it updates the same row and, sent while the row is
+    # held, would block the worker's queue thread (and with it the completion) for the whole
+    # lock wait timeout. On a loaded machine a 0.5 s heartbeat often came first.
+    quiet = rel_env(**{**FAST, "HEARTBEAT_SECONDS": 600})
+    supervisor = start_worker(quiet, tmp_path, "--lease", "1800")
+    wait_for(started.exists, STARTUP)
     # Claimed and running: now hold the row, so that its completion has to wait for it.
     control.execute("START TRANSACTION")
     control.execute("SELECT id FROM skipqueue_job WHERE id = %s FOR UPDATE", [result.id])
     proceed.touch()
     try:
-        waiting = wait_for(lambda: control.sessions("%'succeeded'%"), 60)
+        waiting = wait_for(lambda: control.sessions("%'succeeded'%"), STARTUP)
         killed = control.kill(waiting)
     finally:
         control.execute("ROLLBACK")
@@ -162,7 +166,7 @@ def test_a_commit_with_an_unknown_outcome_is_reconciled(
     fault = proxy.arm(Fault(*COMMIT_FAULTS[commit]))
     supervisor = start_worker(rel_env(port=proxy.port, **FAST), tmp_path)
     try:
-        assert fault.fired.wait(60), "the fault never fired"
+        assert fault.fired.wait(STARTUP), "the fault never fired"
     finally:
         job = finish(supervisor, result)
     worker = one_worker_survived()
