@@ -15,7 +15,7 @@ import json
 from collections.abc import Collection, Sequence
 from functools import reduce
 from operator import or_
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Case, F, JSONField, Q, QuerySet, Value, When
 from django.db.models.functions import Cast, Greatest
@@ -23,8 +23,11 @@ from django.db.models.functions import Cast, Greatest
 from django_skipqueue.db import statements
 from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_skipqueue.db.statements import slot_int, slot_json, slot_str
-from django_skipqueue.managers import JobQuerySet
 from django_skipqueue.models import Job
+
+if TYPE_CHECKING:
+    from django_skipqueue.managers import JobQuerySet
+
 from django_skipqueue.states import CANCEL_RUNNING, RETRY_NOW, JobStatus, Step, retry_after
 
 #: Rows a caller has locked (and guarded) for a batched transition.

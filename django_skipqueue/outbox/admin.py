@@ -13,7 +13,7 @@ from .models import MessageStatus, OutboxMessage, OutboxRelay
 from .wakeup import after_commit
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class RelayRowsAdmin(admin.ModelAdmin):
     """Rows the relay owns: shown, never added or edited by hand."""
 
     # Exact counts of a long backlog cost a scan on every page view.
@@ -49,7 +49,7 @@ def send_again(model_admin: OutboxMessageAdmin, request: HttpRequest, queryset: 
 
 
 @admin.register(OutboxMessage)
-class OutboxMessageAdmin(ReadOnlyAdmin):
+class OutboxMessageAdmin(RelayRowsAdmin):
     list_display = ("id", "status", "topic", "key", "message_id", "attempts", "created_at",
                     "available_at", "error")  # fmt: skip
     list_filter = ("status", "topic")
@@ -66,7 +66,7 @@ class OutboxMessageAdmin(ReadOnlyAdmin):
 
 
 @admin.register(OutboxRelay)
-class OutboxRelayAdmin(ReadOnlyAdmin):
+class OutboxRelayAdmin(RelayRowsAdmin):
     list_display = ("name", "broker", "started_at", "last_heartbeat_at", "stopped_at", "sent",
                     "retried", "dead", "confirm_ms")  # fmt: skip
     ordering = ("-started_at",)

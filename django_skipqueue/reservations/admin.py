@@ -27,7 +27,7 @@ from .models import HoldState, LedgerEntry, Pool, Reservation, Unit
 SOON = timedelta(minutes=5)
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ApiRowsAdmin(admin.ModelAdmin):
     """Rows the API owns: shown, never added, edited or deleted by hand."""
 
     # Exact counts of a long history cost a scan on every page view.
@@ -69,7 +69,7 @@ def restock(model_admin: PoolAdmin, request: HttpRequest, queryset: QuerySet) ->
 
 
 @admin.register(Pool)
-class PoolAdmin(ReadOnlyAdmin):
+class PoolAdmin(ApiRowsAdmin):
     list_display = ("item_id", "location_id", "stock", "free", "held", "sold", "oldest_hold",
                     "expiring_soon", "ledger")  # fmt: skip
     search_fields = ("=item_id", "=location_id")
@@ -169,7 +169,7 @@ class ExpiringFilter(admin.SimpleListFilter):
 
 
 @admin.register(Reservation)
-class ReservationAdmin(ReadOnlyAdmin):
+class ReservationAdmin(ApiRowsAdmin):
     list_display = ("id", "item_id", "location_id", "quantity", "state", "holder", "reference",
                     "created_at", "expires_at", "ended_at")  # fmt: skip
     list_filter = ("state", ExpiringFilter)
@@ -182,7 +182,7 @@ class ReservationAdmin(ReadOnlyAdmin):
 
 
 @admin.register(LedgerEntry)
-class LedgerEntryAdmin(ReadOnlyAdmin):
+class LedgerEntryAdmin(ApiRowsAdmin):
     list_display = ("id", "item_id", "location_id", "reason", "delta", "reference",
                     "reservation_id", "created_at")  # fmt: skip
     list_filter = ("reason",)
