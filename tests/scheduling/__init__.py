@@ -1,0 +1,1 @@
+"""Tests of recurring tasks: timing, the scheduler, many schedulers at once, checks, admin."""

@@ -1,0 +1,1 @@
+"""The scheduling app's manage.py commands: ``skipqueue_scheduler``."""
