@@ -19,6 +19,8 @@ from django_skipqueue.management import arguments
 from tests.support import docpages
 
 COMMANDS = sorted(name for name, app in get_commands().items() if app == "django_skipqueue")
+#: Every command of the package: the seven above and those of its optional apps.
+EVERY_APP = {name: app for name, app in get_commands().items() if app.startswith("django_skipq")}
 #: Positional arguments a command needs before its options can be parsed.
 REQUIRED = {"skipqueue_pause": ["default"], "skipqueue_resume": ["default"]}
 #: A value for each standard option that takes one.
@@ -31,7 +33,7 @@ DUMMY = {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}
 
 
 def parser_of(name: str) -> argparse.ArgumentParser:
-    return load_command_class("django_skipqueue", name).create_parser("manage.py", name)
+    return load_command_class(EVERY_APP[name], name).create_parser("manage.py", name)
 
 
 def standard_options() -> list[str]:
@@ -46,7 +48,7 @@ def test_there_are_seven_commands():
     assert len(COMMANDS) == 7, COMMANDS
 
 
-@pytest.mark.parametrize("name", COMMANDS)
+@pytest.mark.parametrize("name", sorted(EVERY_APP))
 def test_every_command_takes_the_standard_options_the_reference_lists(name):
     options = standard_options()
     assert "--skip-checks" in options

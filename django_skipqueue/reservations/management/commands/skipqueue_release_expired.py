@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.db import DatabaseError, close_old_connections
 
-from django_skipqueue.management.commands.runworkers import positive_float, positive_int
+from django_skipqueue.management.arguments import positive_float, positive_int
 from django_skipqueue.management.interrupts import stop_requested
 from django_skipqueue.reservations.sweep import release_expired
 

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 from django.db import DatabaseError, close_old_connections
 
 from django_skipqueue.conf import get_settings
-from django_skipqueue.management.commands.runworkers import positive_float
+from django_skipqueue.management.arguments import positive_float
 from django_skipqueue.management.interrupts import stop_requested
 from django_skipqueue.scheduling.definition import schedule_database
 from django_skipqueue.scheduling.scheduler import Scheduler
