@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.db import models
-from django.db.models.functions import Now
+
+from ..db.clock import DatabaseNow
 
 
 class MessageStatus(models.TextChoices):
@@ -28,7 +29,7 @@ class OutboxMessage(models.Model):
     message_id = models.CharField(max_length=255, unique=True)
     payload = models.JSONField()
     headers = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=DatabaseNow())
     # Relay bookkeeping: the claim that last published the row, its attempts, the last error.
     owner = models.CharField(max_length=128, null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
@@ -69,8 +70,8 @@ class OutboxRelay(models.Model):
     pid = models.PositiveIntegerField()
     broker = models.CharField(max_length=255)
     wakeup_address = models.CharField(max_length=64, null=True, blank=True)
-    started_at = models.DateTimeField(db_default=Now())
-    last_heartbeat_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(db_default=DatabaseNow())
+    last_heartbeat_at = models.DateTimeField(db_default=DatabaseNow())
     stopped_at = models.DateTimeField(null=True, blank=True)
     sent = models.PositiveBigIntegerField(default=0)
     retried = models.PositiveBigIntegerField(default=0)
@@ -91,7 +92,7 @@ class InboxMessage(models.Model):
     # Each consumer keeps its own record: two consumers of one message both process it.
     consumer = models.CharField(max_length=100, default="", blank=True)
     message_id = models.CharField(max_length=255)
-    received_at = models.DateTimeField(db_default=Now())
+    received_at = models.DateTimeField(db_default=DatabaseNow())
 
     class Meta:
         db_table = "skipqueue_inbox"

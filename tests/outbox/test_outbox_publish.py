@@ -89,3 +89,20 @@ def test_publish_many_writes_all_or_none():
 def test_messages_without_a_key_spread_over_partitions():
     publish_many([Message("audit", {"n": n}) for n in range(200)])
     assert OutboxMessage.objects.values("partition").distinct().count() > 8
+
+
+@pytest.mark.mysql
+def test_created_at_is_utc_whatever_the_session_time_zone():
+    from django.db import connection
+
+    from django_skipqueue.db.clock import read_db_now
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET time_zone = '+05:00'")
+    try:
+        row = publish("orders", {"n": 1})
+        created = OutboxMessage.objects.get(pk=row.pk).created_at
+        assert abs((read_db_now("default") - created).total_seconds()) < 60
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET time_zone = '+00:00'")
