@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks import admin_section, binlog_section, outbox_section, plots, targets
+from benchmarks import (
+    admin_section,
+    binlog_section,
+    outbox_section,
+    plots,
+    reservations_section,
+    targets,
+)
 from benchmarks.harness import page
 from benchmarks.report_text import ANALYSIS, INTRO, METHOD, scenario_notes
 from benchmarks.stats import ratio
@@ -295,4 +302,5 @@ SECTIONS = {
     "sweep": sweep,
     "idle": idle,
     "binlog": binlog_section.section,
+    "reservations": reservations_section.section,
 }

@@ -1,6 +1,7 @@
 """The scenarios, each a ``run(ctx) -> dict`` of raw figures and tables.
 
-The seven of issue 6, then the binary log's cost (binlog), which runs on private servers.
+The seven of issue 6, then the binary log's cost (binlog), which runs on private servers,
+and reservations (issue 17).
 """
 
 from __future__ import annotations
@@ -8,7 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchmarks.harness import Context
-from benchmarks.scenarios import binlog, drain, enqueue, history, idle, latency, purge, sweep
+from benchmarks.scenarios import (
+    binlog,
+    drain,
+    enqueue,
+    history,
+    idle,
+    latency,
+    purge,
+    reservations,
+    sweep,
+)
 
 SCENARIOS: dict[str, Callable[[Context], dict]] = {
     "drain": drain.run,
@@ -19,4 +30,5 @@ SCENARIOS: dict[str, Callable[[Context], dict]] = {
     "sweep": sweep.run,
     "idle": idle.run,
     "binlog": binlog.run,
+    "reservations": reservations.run,
 }
