@@ -135,6 +135,8 @@ class SkipQueueSettings:
     SCHEDULER_INTERVAL: float = 1.0
     #: A tick reached more than this many seconds after its time counts as missed.
     SCHEDULER_GRACE: float = 60.0
+    #: Seconds tick rows are kept (the admin's history of each schedule).
+    SCHEDULER_TICK_RETENTION: float = 7 * 86_400.0
 
 
 _current: list[SkipQueueSettings] = []

@@ -127,6 +127,7 @@ RULES: dict[str, Rule] = {
     "RESERVATION_SWEEP_INTERVAL": seconds(),
     "SCHEDULER_INTERVAL": seconds(),
     "SCHEDULER_GRACE": seconds(),
+    "SCHEDULER_TICK_RETENTION": seconds(),
 }
 #: Settings with checks of their own: E005, the outbox's E201-E203, the reservations' E101/E103,
 #: the schedules' E301-E305.

@@ -17,12 +17,16 @@ class SchedulingConfig(AppConfig):
         from . import checks  # noqa: F401  (registers the system checks)
 
     def maintenance_steps(self, using: str) -> list[tuple[str, float, Callable[[], object]]]:
-        """Steps the queue's maintenance loop runs for this app: the scheduler."""
+        """Steps the queue's maintenance loop runs for this app: the scheduler, the tick prune."""
         from ..conf import get_settings
         from .definition import schedule_database
+        from .prune import prune_ticks
         from .scheduler import Scheduler
 
         if using != schedule_database():
             return []
-        scheduler = Scheduler(using)
-        return [("schedule", get_settings().SCHEDULER_INTERVAL, scheduler.run_due)]
+        config, scheduler = get_settings(), Scheduler(using)
+        return [
+            ("schedule", config.SCHEDULER_INTERVAL, scheduler.run_due),
+            ("prune_ticks", config.PRUNE_INTERVAL, lambda: prune_ticks(using)),
+        ]

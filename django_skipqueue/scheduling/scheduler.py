@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 
 from ..db.clock import DatabaseNow, read_db_now
 from ..db.transactions import retry_whole_transaction
@@ -37,8 +37,7 @@ class Scheduler:
     def run_due(self) -> int:
         """Fire every due schedule once; return the ticks enqueued."""
         if not self.synced:
-            sync_declared(self.using)
-            self.synced = True
+            self.sync()
         self.start_new()
         fired = 0
         for _ in range(SCHEDULES_PER_TURN):
@@ -47,6 +46,20 @@ class Scheduler:
                 break
             fired += outcome
         return fired
+
+    def sync(self) -> None:
+        """Copy SKIPQUEUE_SCHEDULES into the table, once per process.
+
+        A mistake in one entry is logged (check E301-E304 names it): it must not stop the
+        maintenance loop that runs this, nor the other schedules.
+        """
+        try:
+            sync_declared(self.using)
+        except DatabaseError:
+            raise
+        except Exception:
+            logger.exception("SKIPQUEUE_SCHEDULES could not be copied; going on without it")
+        self.synced = True
 
     def start_new(self) -> int:
         """Give enabled schedules without a next tick (created in code, enabled again) one."""

@@ -138,3 +138,19 @@ def test_settings_schedules_are_created_updated_and_disabled():
         Scheduler("default").run_due()
     row.refresh_from_db()
     assert not row.enabled and "no longer" in row.last_error
+
+
+def test_ticks_older_than_the_retention_are_pruned_and_recent_ones_kept():
+    from django_skipqueue.scheduling.prune import prune_ticks
+
+    row = schedule(missed=Missed.CATCH_UP, catch_up=10)
+    behind(row, 10)
+    Scheduler("default").run_due()
+    latest = Tick.objects.order_by("tick_at").last().tick_at
+    # The cutoff falls half-way between the fifth and the sixth newest tick.
+    retention = read_db_now("default") - (latest - timedelta(minutes=4.5))
+    with override_settings(SKIPQUEUE_SCHEDULER_TICK_RETENTION=retention.total_seconds()):
+        assert prune_ticks("default") == 5
+        assert prune_ticks("default") == 0
+    assert Tick.objects.order_by("tick_at").first().tick_at == latest - timedelta(minutes=4)
+    assert Tick.objects.count() == 5

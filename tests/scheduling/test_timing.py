@@ -112,3 +112,11 @@ def test_bad_rules_say_what_is_wrong(kwargs: dict, field: str):
     with pytest.raises(InvalidSchedule) as raised:
         Timing(**kwargs)
     assert raised.value.field == field
+
+
+def test_due_ticks_across_the_repeated_autumn_hour_are_each_counted_once():
+    timing = Timing("*/30 * * * *", time_zone="Europe/Paris")
+    start = utc(2026, 10, 24, 23, 30)  # 01:30 CEST
+    due, count = timing.due(start, utc(2026, 10, 25, 2, 0), keep=100)  # to 03:00 CET
+    assert due == ticks(timing, start - timedelta(seconds=1), 6)
+    assert count == 6 and len(set(due)) == 6
