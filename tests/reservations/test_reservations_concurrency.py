@@ -34,8 +34,14 @@ LONGEST_TTL = 3.0
 
 
 def alive(pid: int) -> bool:
+    return kill(pid, 0)
+
+
+def kill(pid: int, signum: int) -> bool:
+    """Send ``signum``; False when the process had already exited (a client may finish between
+    the moment it is chosen and its SIGKILL, more so on a loaded machine)."""
     try:
-        os.kill(pid, 0)
+        os.kill(pid, signum)
     except ProcessLookupError:
         return False
     return True
@@ -86,8 +92,8 @@ class Run:
         running = [pid for pid in self.clients if alive(pid)]
         if running:
             victim = self.rng.choice(running)
-            os.kill(victim, signal.SIGKILL)
-            self.killed.append(victim)
+            if kill(victim, signal.SIGKILL):
+                self.killed.append(victim)
 
     def kill_stalled(self, wait: float = 0) -> None:
         """Kill the stallers whose reservation is made and uncommitted (waiting up to ``wait``)."""
@@ -121,8 +127,7 @@ class Run:
 
     def close(self) -> None:
         for pid in [*self.clients, *self.stallers]:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
+            kill(pid, signal.SIGKILL)
         for process in (self.sweeper, self.launcher):
             process.kill()
             process.wait()
