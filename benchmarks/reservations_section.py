@@ -60,12 +60,15 @@ What the figures say, on this machine (two cores shared with other work, commits
 milliseconds): the column's single row lock was not the bottleneck at 16 clients, because it is
 held for one short transaction and the cores ran out first; the pool's statements written by
 hand scale with clients as well (about 3× from 1 to 16) but make more round trips per cycle
-(eight to hold and confirm in two transactions against five for the column) and end below it.
-The pool through the API does not scale here: about 20 cycles/s at any client count, several
-times below the same statements by hand, with no row lock wait or deadlock counted during a
-4-client run (`Innodb_row_lock_waits`, `Innodb_deadlocks`) and about 6 ms of client CPU per
-cycle. Its statements take several times longer on the server than the hand-written ones; the
-cause is not found yet, and it is the first thing to look at before quoting the pool's speed.
+(fifteen: eight to hold, seven to confirm, against about eleven for the column with Django's
+transaction statements) and end below it.
+The pool through the API does not scale here: about 20 cycles/s at any client count. Measured
+alone, one of its cycles costs about 7 ms of client CPU in Django's ORM (building and running
+the same fifteen round trips) against about 1.2 ms for the same statements by
+hand; with every core already busy with other work, that CPU, not a lock, is its limit (no row
+lock wait or deadlock was counted during a 4-client run, `Innodb_row_lock_waits` and
+`Innodb_deadlocks`). Writing the hot path's statements by hand, as the hand-written row does,
+is the next step for the API's speed.
 What no load changes is the last table: a crash between the two writes leaves the Redis split's
 counter and its ledger apart by one unit per crash, and leaves every database design exact,
 since the hold and its ledger row commit together or not at all.
