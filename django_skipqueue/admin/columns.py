@@ -16,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from django_skipqueue.admin.detail import moment, status_badge
+from django_skipqueue.admin.listing import JobQuery
 from django_skipqueue.models import Job, JobStatus
 
 #: The name the list's queryset gives the last error's class path.
@@ -47,7 +48,7 @@ class LastErrorClass(Func):
         return self.as_sql(compiler, connection, template=template, **extra)
 
 
-def with_error_class(queryset: Any) -> Any:
+def with_error_class(queryset: JobQuery) -> JobQuery:
     """Annotate failed jobs with their last error's class path (other rows: NULL)."""
     return queryset.annotate(
         **{
