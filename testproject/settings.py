@@ -79,7 +79,13 @@ TASKS = {
 
 # The outbox: tests start relays with --broker, and shorten the lease to see takeovers.
 SKIPQUEUE_OUTBOX_BROKER_URL = env.str("SKIPQUEUE_OUTBOX_BROKER_URL", default="") or None
-SKIPQUEUE_OUTBOX_TOPICS = {"orders": None, "payments": "payments-exchange", "audit": None}
+# Tests on the shared NATS server send "orders" to a subject of their own (streams must not
+# overlap); None sends it to the subject or exchange "orders".
+SKIPQUEUE_OUTBOX_TOPICS = {
+    "orders": env.str("SKIPQUEUE_TEST_ORDERS_DESTINATION", default="") or None,
+    "payments": "payments-exchange",
+    "audit": None,
+}
 SKIPQUEUE_OUTBOX_LEASE_SECONDS = env.float("SKIPQUEUE_OUTBOX_LEASE_SECONDS", default=30.0)
 SKIPQUEUE_OUTBOX_MAX_ATTEMPTS = env.int("SKIPQUEUE_OUTBOX_MAX_ATTEMPTS", default=10)
 SKIPQUEUE_OUTBOX_RETRY_BACKOFF = env.float("SKIPQUEUE_OUTBOX_RETRY_BACKOFF", default=1.0)

@@ -65,7 +65,7 @@ def test_a_partition_locked_by_another_claim_is_skipped_not_waited_for(
         assert locked.wait(10)
         started = time.monotonic()
         assert partitions.claim("default", "B", [number, other], limit=2, lease=30) == [other]
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 5.0  # a lock wait would last innodb_lock_wait_timeout
     finally:
         release.set()
         holder.join()

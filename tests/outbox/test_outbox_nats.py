@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 
 import pytest
+from django.conf import settings
+from django.test import override_settings
 
 from django_skipqueue.outbox import Message, partitions, publish, publish_many
 from django_skipqueue.outbox.models import MessageStatus, OutboxMessage
@@ -20,13 +23,21 @@ URL = f"nats://127.0.0.1:{NATS_PORT}"
 
 @pytest.fixture
 def orders() -> Iterator[NatsStream]:
-    # The test project sends the topic "orders" to the subject "orders".
-    stream = NatsStream("orders", duplicate_window=120.0)
-    yield stream
+    """A stream of the test's own, on a subject of its own: the topic "orders" goes there."""
+    subject = f"orders-{secrets.token_hex(4)}"
+    stream = NatsStream(subject, duplicate_window=120.0)
+    topics = {**settings.SKIPQUEUE_OUTBOX_TOPICS, "orders": subject}
+    with override_settings(SKIPQUEUE_OUTBOX_TOPICS=topics):
+        yield stream
     stream.close()
 
 
-def test_committed_messages_reach_the_stream_in_order_per_key(orders, manage_py, child_env):
+@pytest.fixture
+def nats_env(orders: NatsStream, child_env: dict[str, str]) -> dict[str, str]:
+    return {**child_env, "SKIPQUEUE_TEST_ORDERS_DESTINATION": orders.subject}
+
+
+def test_committed_messages_reach_the_stream_in_order_per_key(orders, manage_py, nats_env):
     publish_many(
         [
             Message("orders", {"n": n}, key=f"order-{k}", message_id=f"o{k}-{n}")
@@ -34,7 +45,7 @@ def test_committed_messages_reach_the_stream_in_order_per_key(orders, manage_py,
             for k in range(3)
         ]
     )
-    output = burst(manage_py, child_env, URL)
+    output = burst(manage_py, nats_env, URL)
 
     received = orders.messages()
     assert len(received) == 90
@@ -43,6 +54,7 @@ def test_committed_messages_reach_the_stream_in_order_per_key(orders, manage_py,
         assert [r.body["n"] for r in mine] == list(range(30))
         assert [r.message_id for r in mine] == [f"o{k}-{n}" for n in range(30)]
     assert received[0].headers["X-Skipqueue-Topic"] == "orders"
+    assert received[0].message_id == "o0-0"
     assert not OutboxMessage.objects.exists()
     assert "sent 90," in output
 
@@ -64,13 +76,11 @@ def test_jetstream_drops_a_resent_message_within_its_duplicate_window(orders):
 
 
 def test_subjects_no_stream_captures_and_oversized_messages_become_dead_letters(
-    orders, manage_py, child_env
+    orders, manage_py, nats_env
 ):
     publish("audit", {"n": 1}, key="a", message_id="no-stream")
     big = {"blob": "x" * 1_100_000}  # over the server's default max_payload of 1 MB
-    env = {**child_env, "SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES": "2000000"}
-    from django.test import override_settings
-
+    env = {**nats_env, "SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES": "2000000"}
     with override_settings(SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES=2_000_000):
         publish("orders", big, key="b", message_id="too-big")
     publish("orders", {"n": 3}, key="b", message_id="after-big")
