@@ -72,7 +72,7 @@ class NatsTransport:
     def keepalive(self) -> None:
         """Let the client answer the server's pings while the relay waits."""
         if self._client is not None:
-            self._run(asyncio.sleep(0))
+            self._run(asyncio.sleep(0.01))  # a few loop turns: read, answer PINGs, flush
             if not self._client.is_connected:
                 self.close()
                 raise BrokerUnavailable("NATS connection lost")
