@@ -114,3 +114,24 @@ def test_an_interval_edited_in_the_admin_while_a_supervisor_runs(admin_client, t
     assert times[-1] - times[0] >= timedelta(seconds=12)
     jobs = Job.objects.filter(task_path=ECHO).values_list("pk", flat=True)
     assert sorted(jobs) == sorted(Tick.objects.values_list("job_id", flat=True))
+
+
+def test_the_list_shows_next_and_last_tick_in_the_zone_and_the_last_jobs_outcome(admin_client):
+    from datetime import UTC, datetime
+
+    from tests.support.admin import make_job
+
+    job = make_job("failed")
+    schedule = Schedule.objects.create(
+        name="nightly", task_path=ECHO, cron="30 2 * * *", time_zone="Europe/Paris",
+        next_tick_at=datetime(2027, 3, 28, 1, tzinfo=UTC),  # the spring-forward night
+        last_tick_at=datetime(2026, 10, 25, 0, 30, tzinfo=UTC), last_job_id=job.pk,
+    )  # fmt: skip
+    at = schedule.last_tick_at
+    Tick.objects.create(schedule=schedule, tick_at=at, job_id=job.pk, enqueued_at=at,
+                        scheduler="scheduler:h:1:t")  # fmt: skip
+    page = admin_client.get(reverse(CHANGELIST)).content.decode()
+    assert "2027-03-28 03:00:00 CEST" in page and "2026-10-25 02:30:00 CEST" in page
+    assert f">#{job.pk}</a> failed" in page
+    ticks = admin_client.get(reverse("admin:skipqueue_scheduling_tick_changelist"))
+    assert ticks.status_code == 200 and "scheduler:h:1:t" in ticks.content.decode()
