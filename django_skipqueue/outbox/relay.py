@@ -17,12 +17,14 @@ from ..exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
 from . import partitions
 from .models import OutboxMessage
 from .settle import Outcomes, mark_claimed, settle
-from .transports import Outgoing, Transport
+from .transports import Outgoing, Result, Transport, Unanswered
 
 logger = logging.getLogger("django_skipqueue.outbox.relay")
 
 #: Partitions one round leases at most: several relays share the work round by round.
 PARTITIONS_PER_ROUND = 4
+#: Messages published with their confirms in flight before the relay waits for them all.
+PIPELINE = 256
 #: A round stops publishing after this share of the lease, so the lease never runs out.
 LEASE_SHARE = 0.5
 
@@ -122,31 +124,65 @@ class Relay:
     def _publish(
         self, messages: list[OutboxMessage], deadline: float
     ) -> tuple[Outcomes, int, BrokerUnavailable | None]:
-        """Publish in id order; a key whose message failed sends nothing more this round."""
+        """Publish in id order, a batch at a time with its confirms in flight.
+
+        A key whose message was not confirmed sends nothing more this round. Its later
+        messages of the same batch were already on the wire: each is recorded as the broker
+        answered it.
+        """
         outcomes = Outcomes()
         stopped: set[str] = set()
         resent = 0
         destinations = get_settings().OUTBOX_TOPICS
-        for index, message in enumerate(messages):
+        for message in messages:
             message.attempts += 1
-            if (message.key and message.key in stopped) or time.monotonic() > deadline:
-                outcomes.untried.append(message.pk)
-                continue
-            resent += message.owner is not None
-            try:
-                self.transport.send(outgoing(message, destinations))
-            except MessageRejected as error:
-                outcomes.dead.append((message, str(error)))
-            except MessageNotConfirmed as error:
-                outcomes.retry.append((message, str(error)))
-                stopped.add(message.key)
-            except BrokerUnavailable as error:
-                outcomes.unknown.append((message, str(error)))
-                outcomes.untried += [m.pk for m in messages[index + 1 :]]
-                return outcomes, resent, error
-            else:
-                outcomes.sent.append(message.pk)
+        for start in range(0, len(messages), PIPELINE):
+            batch = []
+            for message in messages[start : start + PIPELINE]:
+                if (message.key and message.key in stopped) or time.monotonic() > deadline:
+                    outcomes.untried.append(message.pk)
+                else:
+                    batch.append(message)
+            resent += sum(message.owner is not None for message in batch)
+            answers = self.transport.send_many([outgoing(m, destinations) for m in batch])
+            broken = None
+            for index, message in enumerate(batch):
+                if index >= len(answers):  # never sent: the connection broke before it
+                    outcomes.untried.append(message.pk)
+                    continue
+                answer = answers[index]
+                if isinstance(answer, Unanswered) and broken is not None:
+                    outcomes.unknown.append((message, str(broken)))
+                    continue
+                if isinstance(answer, Unanswered):
+                    # The broker closed the channel mid-batch: ask again one at a time. A key
+                    # stopped here was stopped by the message that closed the channel, and
+                    # the broker drops what follows such a message: it never arrived.
+                    if message.key and message.key in stopped:
+                        outcomes.untried.append(message.pk)
+                        continue
+                    answer = self._send_one(outgoing(message, destinations))
+                if isinstance(answer, BrokerUnavailable):
+                    outcomes.unknown.append((message, str(answer)))
+                    broken = broken or answer
+                elif isinstance(answer, MessageRejected):
+                    outcomes.dead.append((message, str(answer)))
+                elif isinstance(answer, MessageNotConfirmed):
+                    outcomes.retry.append((message, str(answer)))
+                    stopped.add(message.key)
+                else:
+                    outcomes.sent.append(message.pk)
+            if broken is not None or len(answers) < len(batch):
+                outcomes.untried += [m.pk for m in messages[start + PIPELINE :]]
+                return outcomes, resent, broken or BrokerUnavailable("connection lost")
         return outcomes, resent, None
+
+    def _send_one(self, message: Outgoing) -> Result | None:
+        try:
+            self.transport.send(message)
+        except (MessageRejected, MessageNotConfirmed, BrokerUnavailable) as error:
+            return error
+        return None
 
 
 def outgoing(message: OutboxMessage, destinations: Mapping[str, str | None]) -> Outgoing:

@@ -122,11 +122,10 @@ class CrashAfterConfirms:
         self.inner.connect()
         self.count = count
 
-    def send(self, message) -> None:
-        self.inner.send(message)
-        self.count -= 1
-        if self.count == 0:
-            raise Crash
+    def send_many(self, messages):
+        answers = self.inner.send_many(messages[: self.count])
+        assert answers == [None] * self.count, "the broker confirmed them all"
+        raise Crash
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
@@ -173,3 +172,36 @@ def test_runworkers_runs_the_relay_as_one_more_child(orders, amqp_url, manage_py
     assert not OutboxMessage.objects.exists()
     relay = OutboxRelay.objects.get()
     assert relay.sent == 20 and relay.stopped_at is not None
+
+
+def test_nacks_in_a_pipelined_batch_retry_exactly_the_messages_nacked(orders, amqp_url):
+    full = RabbitQueue(amqp_url, "audit", "audit-full")
+    try:
+        full.channel.queue_delete("audit-full")
+        full.channel.queue_declare(
+            "audit-full",
+            durable=True,
+            arguments={"x-max-length": 2, "x-overflow": "reject-publish"},
+        )
+        full.channel.queue_bind("audit-full", "audit", routing_key="#")
+        publish_many(
+            [Message("audit", {"n": n}, key="a", message_id=f"a{n}") for n in range(4)]
+            + [Message("orders", {"n": 9}, key="b", message_id="b9")]
+        )
+        partitions.ensure_partitions("default", 16)
+        transport = RabbitMQTransport(amqp_url)
+        transport.connect()
+        try:
+            done = Relay("default", transport, "relay-a").run_round()
+        finally:
+            transport.close()
+
+        assert (done.sent, done.retried, done.dead) == (3, 2, 0)
+        assert [r.message_id for r in full.drain()] == ["a0", "a1"]
+        assert [r.message_id for r in orders.drain()] == ["b9"]
+        waiting = OutboxMessage.objects.order_by("id")
+        assert [m.message_id for m in waiting] == ["a2", "a3"]
+        assert all(m.status == MessageStatus.RETRY and "nacked" in m.last_error for m in waiting)
+    finally:
+        full.channel.queue_delete("audit-full")
+        full.close()

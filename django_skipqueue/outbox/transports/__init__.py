@@ -1,7 +1,8 @@
 """Transports: one small interface, chosen by the broker URL's scheme.
 
-A transport publishes one message at a time and returns only once the broker confirmed it,
-so the relay knows exactly which messages reached the broker when something fails. It raises
+A transport publishes a batch with the broker's confirms in flight and returns each message's
+own answer, so the relay knows exactly which messages reached the broker when something
+fails. A message's answer is ``None`` (confirmed), or (what :meth:`Transport.send` raises)
 :class:`~django_skipqueue.exceptions.MessageRejected` for a message the broker will never
 take (a dead letter), :class:`~django_skipqueue.exceptions.MessageNotConfirmed` for one to
 retry later, and :class:`~django_skipqueue.exceptions.BrokerUnavailable` when the connection
@@ -10,12 +11,23 @@ is gone (the relay reconnects with backoff; no attempt is spent).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
 from django.utils.module_loading import import_string
+
+from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
+
+
+class Unanswered(MessageNotConfirmed):
+    """The broker closed the channel before answering: send the message again on its own
+    to learn whether it is the one refused."""
+
+
+#: A message's answer from :meth:`Transport.send_many`: ``None`` is the broker's confirm.
+type Result = MessageRejected | MessageNotConfirmed | BrokerUnavailable
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +51,13 @@ class Transport(Protocol):
 
     def send(self, message: Outgoing) -> None:
         """Publish ``message`` and wait for the broker's confirm."""
+
+    def send_many(self, messages: Sequence[Outgoing]) -> list[Result | None]:
+        """Publish ``messages`` in order, then wait for all their confirms: one answer each.
+
+        ``BrokerUnavailable`` answers a message whose fate the lost connection hides. Fewer
+        answers than messages: the connection broke and the rest were never sent.
+        """
 
     def keepalive(self) -> None:
         """Serve the connection's heartbeats while the relay is idle."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import nats
@@ -12,7 +12,7 @@ import nats.errors
 import nats.js.errors
 
 from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
-from . import Outgoing
+from . import Outgoing, Result
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +68,20 @@ class NatsTransport:
                 raise MessageNotConfirmed(f"no ack from JetStream: {error!r}") from error
             self.close()
             raise BrokerUnavailable(f"NATS connection lost: {error!r}") from error
+
+    def send_many(self, messages: Sequence[Outgoing]) -> list[Result | None]:
+        """Publish one message after the other, each with its ack."""
+        results: list[Result | None] = []
+        for message in messages:
+            try:
+                self.send(message)
+            except (MessageRejected, MessageNotConfirmed) as error:
+                results.append(error)
+            except BrokerUnavailable as error:
+                return [*results, error]  # the rest were never sent
+            else:
+                results.append(None)
+        return results
 
     def keepalive(self) -> None:
         """Let the client answer the server's pings while the relay waits."""

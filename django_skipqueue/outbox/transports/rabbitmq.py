@@ -1,15 +1,25 @@
-"""RabbitMQ with pika: publisher confirms, mandatory, persistent, message_id as a property."""
+"""RabbitMQ with pika: pipelined publisher confirms, mandatory, persistent delivery, message_id.
+
+A batch is published on one channel in order, with every confirm still in flight, and the
+transport then waits for all of them. The broker's acks and nacks carry the delivery tag (or,
+with ``multiple``, every tag up to it), and a message it could not route comes back as a
+return before its ack, so each message gets its own answer.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pika
 import pika.exceptions
+import pika.frame
+import pika.spec
 
 from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
-from . import Outgoing
+from . import Outgoing, Result, Unanswered
 
 logger = logging.getLogger(__name__)
 
@@ -19,6 +29,8 @@ logger = logging.getLogger(__name__)
 URL_DEFAULTS = {"heartbeat": 10, "blocked_connection_timeout": 10.0}
 #: Channel-closing reply codes that no resend cures: the message itself is refused.
 REFUSED_FOR_GOOD = frozenset({406})  # PRECONDITION_FAILED: over max_message_size
+#: Seconds to wait for the confirms of one batch before giving the connection up.
+CONFIRM_TIMEOUT = 30.0
 
 
 class RabbitMQTransport:
@@ -28,6 +40,13 @@ class RabbitMQTransport:
         self.url = url
         self._connection: pika.BlockingConnection | None = None
         self._channel: pika.adapters.blocking_connection.BlockingChannel | None = None
+        #: Delivery tag of the channel's last publish; tags count from 1 per channel.
+        self._tag = 0
+        #: The batch in flight: answers by delivery tag, and returned tags.
+        self._waiting: dict[int, Result | object | None] = {}
+        self._returned: set[int] = set()
+        self._ids: dict[str, list[int]] = {}
+        self._closed: pika.exceptions.ChannelClosed | None = None
 
     def connect(self) -> None:
         try:
@@ -43,30 +62,41 @@ class RabbitMQTransport:
             channel.exchange_declare(exchange, exchange_type="topic", durable=True)
 
     def send(self, message: Outgoing) -> None:
-        properties = pika.BasicProperties(
-            content_type="application/json",
-            delivery_mode=pika.DeliveryMode.Persistent,
-            message_id=message.message_id,
-            headers=message.headers,
-        )
-        channel = self._ready_channel()
+        result = self.send_many([message])[0]
+        if result is not None:
+            raise result
+
+    def send_many(self, messages: Sequence[Outgoing]) -> list[Result | None]:
+        """Publish ``messages`` in order with their confirms in flight; return each one's answer.
+
+        ``None`` is a confirm. When the broker closes the channel, the messages it had not
+        answered get :class:`Unanswered` (send them again one at a time to learn which one
+        it refused); for a lone message the refusal itself is its answer.
+        """
+        self._waiting, self._returned, self._ids, self._closed = {}, set(), {}, None
+        tags = []
         try:
-            channel.basic_publish(
-                message.destination, message.key, message.body, properties, mandatory=True
-            )
-        except pika.exceptions.UnroutableError as error:
-            raise MessageRejected(f"unroutable: no queue bound for {_where(message)}") from error
-        except pika.exceptions.NackError as error:
-            raise MessageNotConfirmed(f"nacked by RabbitMQ: {_where(message)}") from error
-        except pika.exceptions.ChannelClosedByBroker as error:
-            self._channel = None
-            text = f"channel closed by RabbitMQ ({error.reply_code} {error.reply_text})"
-            if error.reply_code in REFUSED_FOR_GOOD:
-                raise MessageRejected(text) from error
-            raise MessageNotConfirmed(text) from error
-        except pika.exceptions.AMQPError as error:
+            impl: Any = self._ready_channel()._impl  # underneath: publishes without waiting
+            for message in messages:
+                impl.basic_publish(
+                    message.destination,
+                    message.key,
+                    message.body,
+                    _properties(message),
+                    mandatory=True,
+                )
+                self._tag += 1
+                tags.append(self._tag)
+                self._waiting[self._tag] = None
+                self._ids.setdefault(message.message_id, []).append(self._tag)
+            self._wait(len(tags))
+        except (pika.exceptions.AMQPError, BrokerUnavailable) as error:
             self.close()
-            raise BrokerUnavailable(f"RabbitMQ connection lost: {error!r}") from error
+            lost = BrokerUnavailable(f"RabbitMQ connection lost: {error!r}")
+            # Messages after the publish that broke were never handed over: no answer.
+            answers = [self._waiting.get(tag) for tag in tags]
+            return [lost if a is None else _result(a) for a in answers] or [lost]
+        return [_result(self._waiting[tag]) for tag in tags]
 
     def keepalive(self) -> None:
         if self._connection is None:
@@ -85,6 +115,65 @@ class RabbitMQTransport:
             except Exception:
                 logger.debug("closing the RabbitMQ connection failed", exc_info=True)
 
+    def _wait(self, count: int) -> None:
+        """Serve the connection until every tag of the batch has its answer."""
+        assert self._connection is not None
+        deadline = time.monotonic() + CONFIRM_TIMEOUT
+        while any(answer is None for answer in self._waiting.values()):
+            if self._closed is not None:
+                self._channel = None
+                for tag, answer in self._waiting.items():
+                    if answer is None:
+                        self._waiting[tag] = self._refusal(count)
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BrokerUnavailable(f"no confirm from RabbitMQ in {CONFIRM_TIMEOUT:g}s")
+            self._connection.process_data_events(time_limit=left)
+
+    def _refusal(self, count: int) -> Result:
+        assert self._closed is not None
+        error = self._closed
+        text = f"channel closed by RabbitMQ ({error.reply_code} {error.reply_text})"
+        if count > 1:
+            return Unanswered(text)
+        if error.reply_code in REFUSED_FOR_GOOD:
+            return MessageRejected(text)
+        return MessageNotConfirmed(text)
+
+    def _on_confirm(self, frame: pika.frame.Method) -> None:
+        method = frame.method
+        tag, nack = method.delivery_tag, isinstance(method, pika.spec.Basic.Nack)
+        for waiting in [t for t in self._waiting if t == tag or (method.multiple and t < tag)]:
+            if self._waiting[waiting] is not None:
+                continue
+            if nack:
+                self._waiting[waiting] = MessageNotConfirmed(f"nacked by RabbitMQ (tag {waiting})")
+            elif waiting in self._returned:
+                self._waiting[waiting] = MessageRejected("unroutable: no queue bound for it")
+            else:
+                self._waiting[waiting] = _CONFIRMED
+        self._wake()
+
+    def _on_return(self, _channel: Any, method: Any, properties: Any, _body: bytes) -> None:
+        tags = self._ids.get(properties.message_id) or []
+        open_tags = [t for t in tags if t not in self._returned]
+        if open_tags:
+            self._returned.add(open_tags[0])
+            logger.debug("returned: %s %s", method.exchange, method.routing_key)
+
+    def _on_channel_closed(self, _channel: Any, reason: Exception) -> None:
+        if isinstance(reason, pika.exceptions.ChannelClosed):
+            self._closed = reason
+        else:
+            self._closed = pika.exceptions.ChannelClosed(0, repr(reason))
+        self._wake()
+
+    def _wake(self) -> None:
+        """Make the connection's wait return: the batch may be answered."""
+        if self._connection is not None and self._connection.is_open:
+            self._connection.add_callback_threadsafe(_nothing)
+
     def _ready_channel(self) -> pika.adapters.blocking_connection.BlockingChannel:
         if self._connection is None or not self._connection.is_open:
             raise BrokerUnavailable("RabbitMQ connection is closed")
@@ -96,7 +185,33 @@ class RabbitMQTransport:
     def _open_channel(self) -> None:
         assert self._connection is not None
         self._channel = self._connection.channel()
-        self._channel.confirm_delivery()
+        self._tag = 0
+        impl: Any = self._channel._impl
+        impl.add_on_close_callback(self._on_channel_closed)
+        impl.add_on_return_callback(self._on_return)
+        impl.confirm_delivery(self._on_confirm)
+
+
+#: Marks a confirmed tag while the batch is in flight (None: no answer yet).
+_CONFIRMED = object()
+
+
+def _result(answer: object) -> Result | None:
+    """A tag's answer as send_many returns it: None for a confirm (or no answer yet)."""
+    return answer if isinstance(answer, Exception) else None  # type: ignore[return-value]
+
+
+def _nothing() -> None:
+    """A no-op callback: queuing it ends process_data_events' wait."""
+
+
+def _properties(message: Outgoing) -> pika.BasicProperties:
+    return pika.BasicProperties(
+        content_type="application/json",
+        delivery_mode=pika.DeliveryMode.Persistent,
+        message_id=message.message_id,
+        headers=message.headers,
+    )
 
 
 def parameters(url: str) -> pika.URLParameters:
@@ -106,7 +221,3 @@ def parameters(url: str) -> pika.URLParameters:
         if f"{name}=" not in url:
             setattr(result, name, value)
     return result
-
-
-def _where(message: Outgoing) -> str:
-    return f"exchange {message.destination!r} routing key {message.key!r}"
