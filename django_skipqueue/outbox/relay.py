@@ -23,7 +23,7 @@ logger = logging.getLogger("django_skipqueue.outbox.relay")
 
 #: Partitions one round leases at most: several relays share the work round by round.
 PARTITIONS_PER_ROUND = 4
-#: Messages published with their confirms in flight before the relay waits for them all.
+#: At most this many messages of a wave are in flight before the relay waits for their confirms.
 PIPELINE = 256
 #: A round stops publishing after this share of the lease, so the lease never runs out.
 LEASE_SHARE = 0.5
@@ -124,47 +124,35 @@ class Relay:
     def _publish(
         self, messages: list[OutboxMessage], deadline: float
     ) -> tuple[Outcomes, int, BrokerUnavailable | None]:
-        """Publish in id order, a batch at a time with its confirms in flight.
-
-        A key whose message was not confirmed sends nothing more this round. Its later
-        messages of the same batch were already on the wire: each is recorded as the broker
-        answered it.
-        """
+        """Publish in id order, in waves of at most one message per key, each wave with its
+        confirms in flight: a message that fails holds back every later message of its key,
+        which is never on the wire before the broker answered the one before it."""
         outcomes = Outcomes()
         stopped: set[str] = set()
         resent = 0
         destinations = get_settings().OUTBOX_TOPICS
         for message in messages:
             message.attempts += 1
-        for start in range(0, len(messages), PIPELINE):
-            batch = []
-            for message in messages[start : start + PIPELINE]:
-                if (message.key and message.key in stopped) or time.monotonic() > deadline:
-                    outcomes.untried.append(message.pk)
-                else:
-                    batch.append(message)
-            resent += sum(message.owner is not None for message in batch)
-            answers = self.transport.send_many([outgoing(m, destinations) for m in batch])
+        pending = messages
+        while pending:
+            if time.monotonic() > deadline:
+                outcomes.untried += [m.pk for m in pending]
+                break
+            wave, pending = _wave(pending, stopped, outcomes)
+            resent += sum(message.owner is not None for message in wave)
+            answers = self.transport.send_many([outgoing(m, destinations) for m in wave])
             broken = None
-            for index, message in enumerate(batch):
+            for index, message in enumerate(wave):
                 if index >= len(answers):  # never sent: the connection broke before it
                     outcomes.untried.append(message.pk)
                     continue
                 answer = answers[index]
-                if isinstance(answer, Unanswered) and broken is not None:
-                    outcomes.unknown.append((message, str(broken)))
-                    continue
                 if isinstance(answer, Unanswered):
-                    # The broker closed the channel mid-batch: ask again one at a time. A key
-                    # stopped here was stopped by the message that closed the channel, and
-                    # the broker drops what follows such a message: it never arrived.
-                    if message.key and message.key in stopped:
-                        outcomes.untried.append(message.pk)
-                        continue
-                    answer = self._send_one(outgoing(message, destinations))
+                    # The broker closed the channel mid-wave: ask again one at a time.
+                    answer = broken or self._send_one(outgoing(message, destinations))
                 if isinstance(answer, BrokerUnavailable):
                     outcomes.unknown.append((message, str(answer)))
-                    broken = broken or answer
+                    broken = answer
                 elif isinstance(answer, MessageRejected):
                     outcomes.dead.append((message, str(answer)))
                 elif isinstance(answer, MessageNotConfirmed):
@@ -172,9 +160,9 @@ class Relay:
                     stopped.add(message.key)
                 else:
                     outcomes.sent.append(message.pk)
-            if broken is not None or len(answers) < len(batch):
-                outcomes.untried += [m.pk for m in messages[start + PIPELINE :]]
-                return outcomes, resent, broken or BrokerUnavailable("connection lost")
+            if broken is not None or len(answers) < len(wave):
+                outcomes.untried += [m.pk for m in pending]
+                return outcomes, resent, broken or BrokerUnavailable("RabbitMQ connection lost")
         return outcomes, resent, None
 
     def _send_one(self, message: Outgoing) -> Result | None:
@@ -183,6 +171,25 @@ class Relay:
         except (MessageRejected, MessageNotConfirmed, BrokerUnavailable) as error:
             return error
         return None
+
+
+def _wave(
+    pending: list[OutboxMessage], stopped: set[str], outcomes: Outcomes
+) -> tuple[list[OutboxMessage], list[OutboxMessage]]:
+    """Split off the next wave: the first message of each key (keyless ones all go), at most
+    PIPELINE; messages of a stopped key are left untried. Both parts stay in id order."""
+    wave: list[OutboxMessage] = []
+    rest: list[OutboxMessage] = []
+    keys: set[str] = set()
+    for message in pending:
+        if message.key and message.key in stopped:
+            outcomes.untried.append(message.pk)
+        elif len(wave) >= PIPELINE or (message.key and message.key in keys):
+            rest.append(message)
+        else:
+            keys.add(message.key)
+            wave.append(message)
+    return wave, rest
 
 
 def outgoing(message: OutboxMessage, destinations: Mapping[str, str | None]) -> Outgoing:
