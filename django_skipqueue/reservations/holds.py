@@ -2,37 +2,34 @@
 
 from __future__ import annotations
 
-from django.db.models import BooleanField, ExpressionWrapper, Q
-
 from ..db.clock import DatabaseNow, DatabaseNowPlus
 from ..exceptions import HoldExpired, HoldNotActive, InsufficientStock, UnknownPool
-from . import ledger
+from . import compiled, ledger
 from .models import HoldState, LedgerReason, Pool, Reservation
-from .units import claim, hold_units, pool_units
+from .units import claim, hold_units
 
 
 def hold(
     using: str, pool: tuple[int, int], quantity: int, holder: str, ttl: float, reference: str
 ) -> Reservation:
-    """Claim ``quantity`` free units for a new reservation, or raise and hold nothing."""
-    reservation = Reservation.objects.using(using).create(
-        item_id=pool[0],
-        location_id=pool[1],
-        holder=holder,
-        reference=reference,
-        quantity=quantity,
-        created_at=DatabaseNow(),
-        expires_at=DatabaseNowPlus(ttl),
-    )
+    """Claim ``quantity`` free units for a new reservation, or raise and hold nothing.
+
+    Its statements are compiled once (``compiled``); the order is the lock order: the new
+    reservation, then the units, then the reservation again (its unit numbers), the ledger.
+    """
+    reservation = compiled.insert_hold(using, pool, quantity, holder, ttl, reference)
+    if reservation is None:  # no INSERT ... RETURNING (MySQL)
+        reservation = Reservation.objects.using(using).create(
+            item_id=pool[0], location_id=pool[1], holder=holder, reference=reference,
+            quantity=quantity, created_at=DatabaseNow(), expires_at=DatabaseNowPlus(ttl),
+        )  # fmt: skip
     seqs = claim(using, pool, quantity)
     if len(seqs) < quantity:
         raise _shortage(using, pool, quantity, len(seqs))
     reservation.unit_seqs = seqs
-    pool_units(using, pool).filter(unit_seq__in=seqs).update(
-        reserved_by=reservation.pk, reserved_until=DatabaseNowPlus(ttl)
-    )
-    Reservation.objects.using(using).filter(pk=reservation.pk).update(unit_seqs=seqs)
-    ledger.record(using, pool, -quantity, LedgerReason.HOLD, reference, reservation.pk)
+    compiled.mark_units(using, pool, seqs, reservation.pk, ttl)
+    compiled.set_unit_seqs(using, reservation.pk, seqs)
+    compiled.record(using, pool, -quantity, LedgerReason.HOLD, reference, reservation.pk)
     return reservation
 
 
@@ -54,10 +51,13 @@ def confirm(using: str, reservation_id: int) -> Reservation:
     if not reservation.live:  # type: ignore[attr-defined]
         raise HoldExpired(f"{reservation} expired at {reservation.expires_at}")
     _end(using, reservation, HoldState.CONFIRMED)
-    if hold_units(using, reservation).delete()[0] != reservation.quantity:
+    sold = compiled.sell_units(using, reservation)
+    if sold is None:
+        sold = hold_units(using, reservation).delete()[0]
+    if sold != reservation.quantity:
         raise HoldNotActive(f"{reservation} no longer holds all its units")
-    ledger.record(using, _pool(reservation), 0, LedgerReason.SALE, reservation.reference,
-                  reservation.pk)  # fmt: skip
+    compiled.record(using, _pool(reservation), 0, LedgerReason.SALE, reservation.reference,
+                    reservation.pk)  # fmt: skip
     return reservation
 
 
@@ -86,15 +86,11 @@ def return_units(using: str, holds: list[Reservation], state: HoldState) -> None
 
 def _locked(using: str, reservation_id: int) -> Reservation:
     """Lock the reservation and read whether it is still within its time, by the db clock."""
-    live = ExpressionWrapper(Q(expires_at__gt=DatabaseNow()), output_field=BooleanField())
-    rows = Reservation.objects.using(using).select_for_update().annotate(live=live)
-    return rows.get(pk=reservation_id)
+    return compiled.lock_hold(using, reservation_id)
 
 
 def _end(using: str, reservation: Reservation, state: HoldState) -> None:
-    Reservation.objects.using(using).filter(pk=reservation.pk).update(
-        state=state, ended_at=DatabaseNow()
-    )
+    compiled.end_hold(using, reservation.pk, state)
     reservation.state = state
 
 

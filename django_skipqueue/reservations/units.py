@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from . import compiled
 from .models import Reservation, Unit
 
 
@@ -17,11 +18,18 @@ def pool_units(using: str, pool: tuple[int, int]) -> QuerySet[Unit]:
     return Unit.objects.using(using).filter(item_id=pool[0], location_id=pool[1])
 
 
+def free_units(using: str, pool: tuple[int, int]) -> QuerySet[Unit]:
+    """Return the pool's free units in the claim's order (its key's)."""
+    return pool_units(using, pool).filter(reserved_by__isnull=True).order_by("unit_seq")
+
+
 def claim(using: str, pool: tuple[int, int], quantity: int) -> list[int]:
     """Lock up to ``quantity`` free units of the pool, skipping locked ones; return their seqs."""
-    free = pool_units(using, pool).filter(reserved_by__isnull=True).order_by("unit_seq")
-    locked = free.select_for_update(skip_locked=True).values_list("unit_seq", flat=True)
-    return list(locked[:quantity])
+    seqs = compiled.claim(using, pool, quantity)
+    if seqs is not None:
+        return seqs
+    locked = free_units(using, pool).select_for_update(skip_locked=True)
+    return list(locked.values_list("unit_seq", flat=True)[:quantity])
 
 
 def hold_units(using: str, hold: Reservation) -> QuerySet[Unit]:
