@@ -62,13 +62,13 @@ held for one short transaction and the cores ran out first; the pool's statement
 hand scale with clients as well (about 3× from 1 to 16) but make more round trips per cycle
 (fifteen: eight to hold, seven to confirm, against about eleven for the column with Django's
 transaction statements) and end below it.
-The pool through the API does not scale here: about 20 cycles/s at any client count. Measured
-alone, one of its cycles costs about 7 ms of client CPU in Django's ORM (building and running
-the same fifteen round trips) against about 1.2 ms for the same statements by
-hand; with every core already busy with other work, that CPU, not a lock, is its limit (no row
-lock wait or deadlock was counted during a 4-client run, `Innodb_row_lock_waits` and
-`Innodb_deadlocks`). Writing the hot path's statements by hand, as the hand-written row does,
-is the next step for the API's speed.
+The pool through the API runs the same fifteen round trips; since its statements are compiled
+once per thread (`reservations/compiled.py`, as the job claim's are), one cycle costs about
+3 ms of client CPU measured alone, against about 8 ms when each call built its querysets
+(1.2 ms for the statements by hand). At 1 client it is now within 10 % of the hand-written
+statements; at 4 and 16 clients it gets about 55 % of them, the rest being the ORM's remaining
+CPU per cycle on two shared cores. This run started at a load average of 19 (other test runs
+on the machine) that fell to 10 by its end, so compare designs within it, not with earlier runs.
 What no load changes is the last table: a crash between the two writes leaves the Redis split's
 counter and its ledger apart by one unit per crash, and leaves every database design exact,
 since the hold and its ledger row commit together or not at all.
