@@ -148,15 +148,17 @@ class PrivateMariaDB:
         connection = self.connect(database)
         try:
             cursor = connection.cursor()
+            # The optional apps' tables refer to each other (a schedule's ticks, a pool's
+            # units): this session empties them all, so their order does not matter.
+            cursor.execute("SET SESSION foreign_key_checks = 0")
             cursor.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
                 "AND (table_name LIKE 'skipqueue%%' OR table_name LIKE 'demo%%')",
                 [database],
             )
-            # The optional apps' tables refer to each other (a schedule's ticks, a pool's
-            # units): this session empties them all, so their order does not matter.
-            cursor.execute("SET SESSION foreign_key_checks = 0")
-            for (table,) in cursor.fetchall():
+            tables = [table for (table,) in cursor.fetchall()]
+            assert tables, f"no tables to empty in {database}"
+            for table in tables:
                 cursor.execute(f"TRUNCATE TABLE `{table}`")
         finally:
             connection.close()
