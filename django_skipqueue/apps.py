@@ -16,10 +16,12 @@ class SkipQueueConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django_skipqueue.checks import check_binlog_format
         from django_skipqueue.setting_checks import check_settings
 
         require_tasks_setting()
         checks.register(check_settings)
+        checks.register(check_binlog_format, checks.Tags.database)
 
 
 def require_tasks_setting() -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+from django.apps import AppConfig
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from django_skipqueue.conf import SkipQueueSettings
 
@@ -171,3 +173,40 @@ def _database_identity(alias: str) -> tuple[object, ...]:
         return (alias,)
     config = settings.DATABASES[alias]
     return tuple(config.get(key) for key in ("ENGINE", "NAME", "HOST", "PORT"))
+
+
+def check_binlog_format(
+    app_configs: Sequence[AppConfig] | None = None,
+    databases: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> list[CheckMessage]:
+    """Warn where the queue's MySQL/MariaDB connections log statements rather than rows.
+
+    Run by ``manage.py check --database ALIAS`` (it connects, so Django only runs it when
+    asked). The manual: statements with SKIP LOCKED are unsafe for statement-based
+    replication; a replica would replay a claim and lock other rows than the source did.
+    """
+    queue_databases = {database for _, database in _skipqueue_aliases()}
+    found: list[CheckMessage] = []
+    for alias in databases or []:
+        if alias not in queue_databases or connections[alias].vendor != "mysql":
+            continue
+        try:
+            with connections[alias].cursor() as cursor:
+                cursor.execute("SELECT @@SESSION.binlog_format, @@GLOBAL.log_bin")
+                binlog_format, log_bin = cursor.fetchone()
+        except DatabaseError:
+            continue  # an unreachable database is reported by Django's own checks
+        if str(binlog_format).upper() == "STATEMENT":
+            binlog = "on" if log_bin else "off for now"
+            found.append(
+                Warning(
+                    f"Database {alias!r} uses binlog_format=STATEMENT (binary log {binlog}). "
+                    "Statements with SKIP LOCKED are unsafe for statement-based replication: "
+                    "a replica replaying a claim may lock and change other rows than the "
+                    "source did.",
+                    hint="Set binlog_format=ROW (or MIXED) on the server. " + HINT,
+                    id="django_skipqueue.W003",
+                )
+            )
+    return found

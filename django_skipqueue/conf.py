@@ -86,6 +86,12 @@ class SkipQueueSettings:
     HEALTH_MAX_READY_AGE: float = 300.0
     #: skipqueue_health fails when no reaper pass finished within this many seconds.
     HEALTH_MAX_REAPER_AGE: float = 60.0
+    #: skipqueue_health fails when the server's InnoDB history list (row versions waiting for
+    #: purge) is longer than this; None: not checked.
+    HEALTH_MAX_HISTORY_LENGTH: int | None = None
+    #: skipqueue_health fails when a transaction on the server has been open longer than this,
+    #: in seconds; None: not checked.
+    HEALTH_MAX_TRANSACTION_AGE: float | None = None
     #: Seconds a worker trusts its list of paused queues before reading it again.
     PAUSE_CACHE_SECONDS: float = 1.0
     #: Seconds the per-minute counters and the rows of stopped or stale workers are kept.

@@ -43,6 +43,16 @@ def whole(low: int, high: int | None = None) -> Rule:
     return rule
 
 
+def or_none(rule: Rule) -> Rule:
+    """``rule``, or None (which turns the feature off)."""
+
+    def either(value: object) -> str | None:
+        wanted = rule(value)
+        return None if value is None or wanted is None else f"{wanted}, or None"
+
+    return either
+
+
 def seconds(*, zero: bool = False, none: bool = False) -> Rule:
     """A number of seconds or a duration string ("90s", "5m"); zero or None if allowed."""
     wanted = "a duration (seconds, or a string such as '90s' or '5m')"
@@ -112,6 +122,8 @@ RULES: dict[str, Rule] = {
     "WORKER_STALE_SECONDS": seconds(),
     "HEALTH_MAX_READY_AGE": seconds(),
     "HEALTH_MAX_REAPER_AGE": seconds(),
+    "HEALTH_MAX_HISTORY_LENGTH": or_none(whole(1)),
+    "HEALTH_MAX_TRANSACTION_AGE": seconds(none=True),
     "PAUSE_CACHE_SECONDS": seconds(zero=True),
     "METRICS_RETENTION_SECONDS": seconds(),
     "PRUNE_INTERVAL": seconds(),

@@ -4,7 +4,8 @@ Queue depth, oldest ready age, throughput, claim latency, reclaims and worker co
 from ``stats.queue_status()`` itself, so the page and the command never disagree. Two more
 reads feed what only the page draws: the per-minute throughput of the last hour (the
 ``QueueMinute`` rows the workers write, summed by minute) and the worker processes table
-(newest heartbeat first, through its heartbeat index). Neither touches the jobs table.
+(newest heartbeat first, through its heartbeat index). Neither touches the jobs table. The
+server's history list length and oldest transaction come from ``monitoring.dbhealth``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django.db.models import Sum
 from django_skipqueue.admin.scope import QueueRef, admin_database, configured_queues
 from django_skipqueue.conf import get_settings
 from django_skipqueue.models import QueueMinute, QueuePause, WorkerProcess
+from django_skipqueue.monitoring.dbhealth import DatabaseHealth, database_health
 from django_skipqueue.monitoring.stats import StatusReport, queue_status
 
 #: Minutes the throughput chart covers.
@@ -51,6 +53,8 @@ class Dashboard:
     #: Queue name -> (backend alias, name) for the pause API; only configured queues.
     refs: dict[str, QueueRef]
     pauses: dict[str, QueuePause] = field(default_factory=dict)
+    #: The server's purge backlog and oldest open transaction.
+    database: DatabaseHealth | None = None
 
 
 def gather() -> Dashboard:
@@ -65,6 +69,7 @@ def gather() -> Dashboard:
         workers=workers(using, report.generated_at),
         refs=refs,
         pauses={p.queue_name: p for p in QueuePause.objects.using(using)},
+        database=database_health(using),
     )
 
 

@@ -7,6 +7,7 @@ from enum import IntEnum
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.durations import format_seconds
+from django_skipqueue.monitoring.dbhealth import DatabaseHealth
 from django_skipqueue.monitoring.stats import StatusReport
 
 
@@ -17,6 +18,8 @@ class Unhealthy(IntEnum):
     READY_TOO_OLD = 4
     REAPER_NOT_RUNNING = 5
     OUTBOX_TOO_OLD = 6
+    HISTORY_TOO_LONG = 7
+    TRANSACTION_TOO_OLD = 8
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,45 @@ def _reaper(report: StatusReport, limit: float) -> list[Problem]:
             )
         ]
     return []
+
+
+def database_problems(
+    health: DatabaseHealth, max_history: int | None, max_age: float | None
+) -> list[Problem]:
+    """The server's purge backlog and oldest transaction against their limits (None: off).
+
+    A limit asked for on a server that hides the figure is a problem too: the operator meant
+    it to be watched, and a check that silently passes would say the opposite.
+    """
+    found = []
+    if max_history is not None:
+        length = health.history_length
+        if length is None:
+            reason = f"not available ({health.unavailable.get('history_length')})"
+            found.append(Problem(Unhealthy.HISTORY_TOO_LONG, f"history list length {reason}"))
+        elif length > max_history:
+            found.append(
+                Problem(
+                    Unhealthy.HISTORY_TOO_LONG,
+                    f"InnoDB history list length is {length:,} (limit {max_history:,}): "
+                    "a long transaction may be holding purge back",
+                )
+            )
+    if max_age is not None:
+        age = health.oldest_transaction_age
+        if age is None:
+            reason = f"not available ({health.unavailable.get('oldest_transaction_age')})"
+            found.append(Problem(Unhealthy.TRANSACTION_TOO_OLD, f"oldest transaction {reason}"))
+        elif age > max_age:
+            found.append(
+                Problem(
+                    Unhealthy.TRANSACTION_TOO_OLD,
+                    f"a transaction has been open {format_seconds(age)} "
+                    f"(connection {health.oldest_transaction_connection}, "
+                    f"limit {format_seconds(max_age)})",
+                )
+            )
+    return found
 
 
 def summary(report: StatusReport) -> str:

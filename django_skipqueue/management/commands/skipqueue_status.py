@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand
 
 from django_skipqueue.durations import format_seconds
 from django_skipqueue.management.arguments import add_backend, backend_named, int_between
+from django_skipqueue.monitoring.dbhealth import database_health
 from django_skipqueue.monitoring.stats import (
     DEPTH_STATUSES,
     QueueStatus,
@@ -36,7 +37,8 @@ class Command(BaseCommand):
     help = (
         "Show each queue: jobs ready, scheduled, claimed and failed; how long the oldest ready "
         "job has waited; throughput and claim latency over the last minutes; reclaims in the "
-        "last hour; live and stale workers."
+        "last hour; live and stale workers; the database server's InnoDB history list length "
+        "and oldest open transaction."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -55,8 +57,10 @@ class Command(BaseCommand):
         report = queue_status(backend.database, backend.queue_names, window_minutes=window)
         outbox = outbox_status(backend.database)
         schedules = schedule_status(backend.database)
+        server = database_health(backend.database)
         if options["json"]:
             data = report.as_dict()
+            data["database"] = server.as_dict()
             if outbox is not None:
                 data["outbox"] = outbox.as_dict()
             if schedules is not None:
@@ -64,6 +68,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(data, indent=2))
         else:
             self.stdout.write(render(report))
+            self.stdout.write(server.line())
             if outbox is not None:
                 self.stdout.write(outbox.line())
             if schedules is not None:
