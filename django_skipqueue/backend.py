@@ -159,6 +159,34 @@ def validate_options(task: Task) -> None:
     key = getattr(task, "idempotency_key", None)
     if key is not None and not (isinstance(key, str) and 0 < len(key) <= 191):
         raise InvalidTaskOption("idempotency_key must be a string of 1 to 191 characters.")
+    _check_range(task, "max_snoozes", 0, 1_000_000)
+    _check_classes(task, "retry_on", allow_none=True)
+    _check_classes(task, "discard_on")
+    custom = getattr(task, "backoff", None)
+    if custom is not None and not callable(custom):
+        raise InvalidTaskOption(
+            f"backoff must be a callable (exception, attempt) -> seconds or None, not {custom!r}."
+        )
+    if custom is not None and backoff is not None:
+        raise InvalidTaskOption(
+            "Set backoff (a callable) or retry_backoff (the exponential base), not both."
+        )
+
+
+def _check_classes(task: Task, name: str, *, allow_none: bool = False) -> None:
+    """An exception class, or a non-empty tuple or list of them."""
+    value = getattr(task, name, None)
+    if (value is None and allow_none) or value == ():
+        return
+    items = (value,) if isinstance(value, type) else value
+    if not (
+        isinstance(items, tuple | list)
+        and items
+        and all(isinstance(item, type) and issubclass(item, BaseException) for item in items)
+    ):
+        raise InvalidTaskOption(
+            f"{name} must be an exception class or a tuple of them, not {value!r}."
+        )
 
 
 def _check_range(task: Task, name: str, low: int, high: int) -> None:

@@ -30,6 +30,8 @@ class SkipQueueSettings:
     RETRY_BACKOFF: float = 2.0
     #: Upper bound of one retry delay, in seconds.
     RETRY_BACKOFF_MAX: float = 3600.0
+    #: Times a job may raise Snooze before it fails with SnoozeLimitReached (task's max_snoozes).
+    MAX_SNOOZES: int = 100
     #: Largest accepted JSON payload (args and kwargs together), in bytes.
     MAX_PAYLOAD_BYTES: int = 256 * 1024
     #: Longest traceback stored per failed attempt, in characters (the middle is elided).

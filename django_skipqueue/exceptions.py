@@ -63,6 +63,25 @@ class InvalidReturnValue(SkipQueueError, TypeError):
     """Recorded as the error of an attempt whose task returned a value that is not JSON."""
 
 
+class Snooze(Exception):
+    """Raised by a task to run again in ``seconds`` without spending an attempt.
+
+    Not a SkipQueueError: a task's ``except SkipQueueError`` must not swallow it. Each snooze
+    counts on the job (``snoozes``); past the task's ``max_snoozes`` the job fails with
+    SnoozeLimitReached, so a task cannot snooze forever unnoticed.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise ValueError(f"Snooze takes seconds >= 0, not {seconds!r}.")
+        super().__init__(f"snooze for {seconds:g} s")
+        self.seconds = float(seconds)
+
+
+class SnoozeLimitReached(SkipQueueError):
+    """Recorded as the error of a job that snoozed more often than its task's max_snoozes."""
+
+
 class WorkerStopped(SkipQueueError):
     """Recorded as the error of an attempt that was running when its worker stopped at once."""
 

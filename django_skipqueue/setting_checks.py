@@ -100,6 +100,7 @@ RULES: dict[str, Rule] = {
     "LEASE_SECONDS": seconds(),
     "RETRY_BACKOFF": seconds(zero=True),
     "RETRY_BACKOFF_MAX": seconds(zero=True),
+    "MAX_SNOOZES": whole(0, 1_000_000),  # as the task option max_snoozes
     "MAX_PAYLOAD_BYTES": whole(1),
     "MAX_TRACEBACK_CHARS": whole(100),
     "HEARTBEAT_SECONDS": seconds(),

@@ -8,13 +8,19 @@ numbers them the same way, and ``transitions.py`` holds the fenced UPDATEs that 
 
 from __future__ import annotations
 
+import logging
+import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from django.db import models
 
 from django_skipqueue.conf import get_settings
+from django_skipqueue.exceptions import LeaseExpired, Snooze
+
+logger = logging.getLogger("django_skipqueue.worker")
 
 
 class JobStatus(models.TextChoices):
@@ -138,6 +144,14 @@ RETRY = _transition(
     "an operator (admin)",
 )
 PURGE = _transition(13, "purge", FINISHED_STATUSES, None, "", "skipqueue_purge, runworkers")
+SNOOZE = _transition(
+    14,
+    "snooze",
+    (S.CLAIMED,),
+    S.SCHEDULED,
+    "run_after owner lease_until attempts started_at snoozes",
+    "worker, when the task raised Snooze",
+)
 
 TRANSITIONS = (
     ENQUEUE,
@@ -153,6 +167,7 @@ TRANSITIONS = (
     CANCEL,
     RETRY,
     PURGE,
+    SNOOZE,
 )
 
 
@@ -178,30 +193,96 @@ class Step:
 
     @property
     def retried(self) -> bool:
-        return self.delay is not None
+        """The job runs again after an attempt (6, 7): not a snooze, which spends none."""
+        return self.delay is not None and self.transition is not SNOOZE
+
+
+#: A task's own backoff: (the exception, the attempt that raised it) -> seconds, or None to
+#: stop retrying (the job fails).
+Backoff = Callable[[BaseException, int], float | None]
+#: Exception classes, as the retry_on and discard_on options hold them.
+Classes = tuple[type[BaseException], ...]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """What a task says of its attempts that raised: which are retried, when, how many snoozes.
+
+    Built from the task's options (``tasks.retry_policy()``); the queue's own records of a lost
+    attempt (``LeaseExpired``) are retried whatever ``retry_on`` says, since they say nothing
+    about the task's exceptions, unless ``discard_on`` names them.
+    """
+
+    #: Exception classes that are retried; None: every exception.
+    retry_on: Classes | None = None
+    #: Exception classes that fail the job at once, attempts left or not (they win).
+    discard_on: Classes = ()
+    #: Base of the exponential backoff in seconds (None: SKIPQUEUE_RETRY_BACKOFF), or a
+    #: callable ``(exception, attempt) -> seconds or None``.
+    backoff: float | Backoff | None = None
+    #: Snoozes before the job fails with SnoozeLimitReached (None: SKIPQUEUE_MAX_SNOOZES).
+    max_snoozes: int | None = None
+
+    def retries(self, error: BaseException | None) -> bool:
+        """Tell whether an attempt that raised ``error`` may be retried (attempts permitting)."""
+        if error is None:
+            return True
+        if self.discard_on and isinstance(error, self.discard_on):
+            return False
+        return self.retry_on is None or isinstance(error, (*self.retry_on, LeaseExpired))
+
+    def delay(self, error: BaseException | None, attempts: int) -> float | None:
+        """Return the seconds before attempt ``attempts + 1``, or None for no retry."""
+        if not callable(self.backoff):
+            return backoff_delay(attempts, self.backoff)
+        try:
+            seconds = self.backoff(error or LeaseExpired("lease lost"), attempts)
+            if seconds is None:
+                return None
+            delay = float(seconds)
+            if not math.isfinite(delay):
+                raise ValueError(f"{seconds!r} is not a finite number of seconds")
+        except Exception:
+            # A broken backoff must not lose the job: the default backoff stands in.
+            logger.exception("the backoff of a task failed; using the exponential default")
+            return backoff_delay(attempts, None)
+        return max(delay, 0.0)
+
+    def snooze_limit(self) -> int:
+        return get_settings().MAX_SNOOZES if self.max_snoozes is None else self.max_snoozes
 
 
 def next_step(
     attempts: int,
     max_attempts: int,
-    backoff: float | None,
+    backoff: float | RetryPolicy | None,
     *,
     cancel_requested: bool = False,
     retryable: bool = True,
+    error: BaseException | None = None,
+    snoozes: int = 0,
 ) -> Step:
-    """Decide how an attempt that raised (or was lost) ends: cancelled, retried or failed.
+    """Decide how an attempt that raised (or was lost) ends: cancelled, snoozed, retried, failed.
 
     The one retry decision of the queue, for the worker, the reaper and the supervisor: a
-    requested cancellation wins (10); spent attempts fail (9), and so does an error that
-    running the task again cannot fix (``retryable=False``); otherwise the job is retried after
-    ``backoff_delay()``, later (6) or at once (7). ``backoff`` is the task's own, or None for
-    SKIPQUEUE_RETRY_BACKOFF.
+    requested cancellation wins (10); a ``Snooze`` runs the job again later without spending
+    the attempt (14) while the task's snoozes last, then fails it (9); spent attempts fail
+    (9), and so does an error that running the task again cannot fix (``retryable=False``)
+    or that the task's policy does not retry (``discard_on``, ``retry_on``); otherwise the
+    job is retried after the policy's delay, later (6) or at once (7), unless the task's own
+    backoff answers None (9). ``backoff`` is the task's policy, or the base of its exponential
+    backoff (None for SKIPQUEUE_RETRY_BACKOFF).
     """
     if cancel_requested:
         return Step(CANCEL_RUNNING)
-    if attempts >= max_attempts or not retryable:
+    policy = backoff if isinstance(backoff, RetryPolicy) else RetryPolicy(backoff=backoff)
+    if isinstance(error, Snooze):
+        if snoozes < policy.snooze_limit():
+            return Step(SNOOZE, error.seconds)
         return Step(FAIL)
-    return retry_after(backoff_delay(attempts, backoff))
+    if attempts >= max_attempts or not retryable or not policy.retries(error):
+        return Step(FAIL)
+    return retry_after(policy.delay(error, attempts))
 
 
 def retry_after(delay: float | None) -> Step:

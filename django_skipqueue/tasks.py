@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -10,10 +11,13 @@ from typing import Any
 from django.tasks import Task
 
 from django_skipqueue.exceptions import InvalidTaskOption, TaskNotFound
+from django_skipqueue.states import RetryPolicy
 
 #: Options the worker reads from the task its module defines, not from the job row: a value
 #: given to ``using()`` would never reach the worker, so ``using()`` refuses them.
-DECORATOR_ONLY = frozenset({"retry_backoff", "transactional"})
+DECORATOR_ONLY = frozenset(
+    {"retry_backoff", "transactional", "retry_on", "discard_on", "backoff", "max_snoozes"}
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -21,8 +25,8 @@ class SkipQueueTask(Task):
     """A ``django.tasks.Task`` with the options this backend understands.
 
     Set them with ``@task(max_attempts=3, timeout=30)`` or per call with
-    ``my_task.using(idempotency_key="order-42").enqueue(...)``, except ``retry_backoff`` and
-    ``transactional``, which only the decorator sets. None means "the default".
+    ``my_task.using(idempotency_key="order-42").enqueue(...)``, except those of
+    DECORATOR_ONLY, which the worker reads from the task itself. None means "the default".
     """
 
     # Attempts before the job ends failed (SKIPQUEUE_MAX_ATTEMPTS).
@@ -37,6 +41,14 @@ class SkipQueueTask(Task):
     transactional: bool = False
     # At most one job with this key is waiting, running or succeeded at a time.
     idempotency_key: str | None = None
+    # Exception classes that are retried (None: all); the rest fail the job at once.
+    retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None
+    # Exception classes that fail the job at once, attempts left or not.
+    discard_on: type[BaseException] | tuple[type[BaseException], ...] = ()
+    # (exception, attempt) -> seconds before the next attempt, or None to fail the job.
+    backoff: Callable[[BaseException, int], float | None] | None = None
+    # Times the task may raise Snooze before the job fails (SKIPQUEUE_MAX_SNOOZES).
+    max_snoozes: int | None = None
 
     def using(
         self,
@@ -58,6 +70,24 @@ class SkipQueueTask(Task):
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
         )
         return replace(task, **options) if options else task  # type: ignore[return-value]
+
+
+def retry_policy(task: Task | None) -> RetryPolicy:
+    """Return what ``task`` says of its failed attempts (the defaults for another backend's)."""
+    if task is None:
+        return RetryPolicy()
+    retry_on = getattr(task, "retry_on", None)
+    return RetryPolicy(
+        retry_on=None if retry_on is None else classes(retry_on),
+        discard_on=classes(getattr(task, "discard_on", ())),
+        backoff=getattr(task, "backoff", None) or getattr(task, "retry_backoff", None),
+        max_snoozes=getattr(task, "max_snoozes", None),
+    )
+
+
+def classes(value: Any) -> tuple[type[BaseException], ...]:
+    """An exception class or a sequence of them, as a tuple (what isinstance() takes)."""
+    return (value,) if isinstance(value, type) else tuple(value)
 
 
 _resolved: dict[str, Task] = {}

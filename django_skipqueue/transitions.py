@@ -75,6 +75,26 @@ def release(job: Job) -> bool:
     )
 
 
+def snooze(job: Job, seconds: float) -> bool:
+    """Run a claimed job again in ``seconds`` without spending its attempt (14).
+
+    As the release (8), the attempt is given back (so ``context.attempt`` is the same next
+    time, and ``started_at`` is cleared if it was the first); unlike it, the job waits as
+    scheduled and its ``snoozes`` grows, which bounds how often it can do this.
+    """
+    # started_at first: MySQL evaluates SET left to right, so it must see the old attempts.
+    return _apply(
+        job,
+        started_at=Case(When(attempts__lte=1, then=Value(None)), default=F("started_at")),
+        status=JobStatus.SCHEDULED,
+        run_after=DatabaseNowPlus(seconds),
+        owner=None,
+        lease_until=None,
+        attempts=F("attempts") - 1,
+        snoozes=F("snoozes") + 1,
+    )
+
+
 # No transition: the lease of a claimed job renewed, its cancellation requested.
 
 

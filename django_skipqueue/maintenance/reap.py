@@ -32,9 +32,10 @@ from django_skipqueue.states import (
     RETRY_LATER,
     RETRY_NOW,
     JobStatus,
+    RetryPolicy,
     next_step,
 )
-from django_skipqueue.tasks import resolve_task
+from django_skipqueue.tasks import resolve_task, retry_policy
 
 logger = logging.getLogger("django_skipqueue.reaper")
 
@@ -146,9 +147,13 @@ def _reap_batch(using: str, batch: int, runner: str, result: ReapResult) -> int:
 def _reclaim(using: str, row: dict[str, Any], runner: str, step: ReapResult) -> None:
     """Apply the fenced transition of one expired row, or count it as fenced off."""
     cancel = row["cancel_requested"]
-    backoff = None if cancel else _task_backoff(row["task_path"])
-    ending = next_step(row["attempts"], row["max_attempts"], backoff, cancel_requested=cancel)
-    if transitions.end_lost_lease(using, row, _lease_error(row, runner), ending) != 1:
+    policy = None if cancel else _task_policy(row["task_path"])
+    error = _lease_error(row, runner)
+    lost = LeaseExpired(error["traceback"])
+    ending = next_step(
+        row["attempts"], row["max_attempts"], policy, cancel_requested=cancel, error=lost
+    )
+    if transitions.end_lost_lease(using, row, error, ending) != 1:
         step.fenced += 1
         return
     outcome = OUTCOMES[ending.transition]
@@ -168,9 +173,10 @@ def _lease_error(row: dict[str, Any], runner: str) -> dict[str, str]:
     )
 
 
-def _task_backoff(task_path: str) -> float | None:
+def _task_policy(task_path: str) -> RetryPolicy | None:
+    """The retry policy of the job's task (its backoff, its discard_on), if it still exists."""
     try:
-        return getattr(resolve_task(task_path), "retry_backoff", None)
+        return retry_policy(resolve_task(task_path))
     except TaskNotFound:
         return None
 

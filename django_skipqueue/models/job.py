@@ -36,6 +36,9 @@ class Job(models.Model):
     max_attempts = models.PositiveSmallIntegerField(default=1)
     lease_seconds = models.PositiveIntegerField(default=60)
     timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # Times the task raised Snooze: ran again later without spending an attempt (bounded).
+    # A database default too: code that predates the column still inserts during a deploy.
+    snoozes = models.PositiveIntegerField(default=0, db_default=0)
     # Set to ask a running job to stop; the worker sees it when it renews the lease.
     cancel_requested = models.BooleanField(default=False)
 

@@ -31,16 +31,28 @@ from django_skipqueue.exceptions import (
     InvalidReturnValue,
     JobCancelled,
     JobTimedOut,
+    Snooze,
+    SnoozeLimitReached,
     TaskNotFound,
 )
 from django_skipqueue.models import Job
 from django_skipqueue.queues import backend_class
 from django_skipqueue.results import build_result, task_for_job
 from django_skipqueue.retries import error_record, message_record
-from django_skipqueue.states import CANCEL_RUNNING, JobStatus, Step, next_step, retry_after
+from django_skipqueue.states import (
+    CANCEL_RUNNING,
+    SNOOZE,
+    JobStatus,
+    Step,
+    next_step,
+    retry_after,
+)
+from django_skipqueue.tasks import retry_policy
 
 #: ``Outcome.status`` of an attempt to be retried (the job is then SCHEDULED or READY).
 RETRY = "retry"
+#: ``Outcome.status`` of an attempt that raised Snooze: SCHEDULED again, the attempt given back.
+SNOOZED = "snoozed"
 
 #: Errors that running the task again cannot fix: the job fails at once, attempts left or not.
 #: A task path this worker cannot import is one (see docs/reference/workers.md, "Retries").
@@ -94,6 +106,8 @@ class Outcome:
         """The transition of an attempt that did not succeed (see states.next_step)."""
         if self.status == JobStatus.CANCELLED:
             return Step(CANCEL_RUNNING)
+        if self.status == SNOOZED:
+            return Step(SNOOZE, self.retry_in)
         return retry_after(self.retry_in)
 
     @classmethod
@@ -106,8 +120,10 @@ class Outcome:
         exception: BaseException,
     ) -> Outcome:
         """Return the outcome of an attempt that raised ``exception`` and ends with ``step``."""
-        status = RETRY if step.retried else step.status
         duration = time.monotonic() - started
+        if step.transition is SNOOZE:  # not a failure: no error, no exception for receivers
+            return cls(running, SNOOZED, retry_in=step.delay, duration=duration)
+        status = RETRY if step.retried else step.status
         return cls(running, status, None, error, step.delay, duration, exception=exception)
 
 
@@ -272,14 +288,23 @@ def failure(running: Running, task: Task | None, error: BaseException, started: 
     """Return the outcome of a failed attempt: cancelled, retried or failed for good."""
     job = running.job
     cancelled = isinstance(error, JobCancelled) or running.cancel_event.is_set()
-    backoff = getattr(task, "retry_backoff", None)
     step = next_step(
         job.attempts,
         job.max_attempts,
-        backoff,
+        retry_policy(task),
         cancel_requested=cancelled,
         retryable=not isinstance(error, NOT_RETRIED),
+        error=error,
+        snoozes=job.snoozes,
     )
+    if isinstance(error, Snooze) and step.transition is not SNOOZE:
+        message = (
+            f"Job {job.pk} asked to snooze after {job.snoozes} snoozes, the most its task "
+            f"allows (max_snoozes or SKIPQUEUE_MAX_SNOOZES): {error}."
+        )
+        return Outcome.after(
+            running, step, message_record(SnoozeLimitReached, message), started, error
+        )
     return Outcome.after(running, step, error_record(error), started, error)
 
 
@@ -287,10 +312,11 @@ def timed_out(running: Running, task: Task | None) -> Outcome:
     """Return the outcome of a sync attempt that outlived its timeout (its thread runs on)."""
     job = running.job
     message = f"Job {job.pk} ran longer than its timeout of {job.timeout_seconds} s."
-    step = next_step(job.attempts, job.max_attempts, getattr(task, "retry_backoff", None))
+    exception = JobTimedOut(message)
+    step = next_step(job.attempts, job.max_attempts, retry_policy(task), error=exception)
     error = message_record(JobTimedOut, message)
     started = running.started_at or time.monotonic()
-    return Outcome.after(running, step, error, started, JobTimedOut(message))
+    return Outcome.after(running, step, error, started, exception)
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop) -> None:

@@ -26,7 +26,7 @@ from django_skipqueue.results import build_result, task_for_job, update_result
 from django_skipqueue.retries import message_record
 from django_skipqueue.states import JobStatus, Step, next_step
 from django_skipqueue.tasks import resolve_task
-from django_skipqueue.worker.executor import RETRY, Outcome
+from django_skipqueue.worker.executor import RETRY, SNOOZED, Outcome
 
 logger = logging.getLogger("django_skipqueue.outcomes")
 #: Job lines and task_finished receivers log as the worker, where operators look for them.
@@ -90,6 +90,8 @@ def already_written(rejected: Sequence[Outcome]) -> list[bool]:
 
 def _is_ours(outcome: Outcome, row: dict[str, Any] | None) -> bool:
     job = outcome.job
+    if outcome.status == SNOOZED:  # the attempt given back: not told apart from a release
+        return False
     if row is None or row["attempts"] != job.attempts or row["status"] == JobStatus.CLAIMED:
         return False
     if outcome.status == JobStatus.SUCCEEDED:
@@ -112,6 +114,8 @@ def _transitions(todo: Sequence[Outcome]) -> list[bool]:
 def _transition(outcome: Outcome) -> bool:
     if outcome.status == JobStatus.SUCCEEDED:
         return transitions.succeed(outcome.job, outcome.return_value)
+    if outcome.status == SNOOZED:
+        return transitions.snooze(outcome.job, outcome.retry_in or 0.0)
     return transitions.end_attempt(outcome.job, outcome.error or {}, outcome.step)
 
 
@@ -136,6 +140,10 @@ def finished_result(outcome: Outcome, backend_alias: str) -> TaskResult | None:
 def _as_recorded(outcome: Outcome) -> Job:
     """Update the in-memory job the way its fenced transition updated the row."""
     job = outcome.job
+    if outcome.status == SNOOZED:
+        job.status = JobStatus.SCHEDULED
+        job.snoozes += 1
+        return job
     job.worker_ids = [*job.worker_ids, job.owner]
     if outcome.error is not None:
         job.errors = [*job.errors, outcome.error]
@@ -222,7 +230,7 @@ def log_outcome(outcome: Outcome, owner: str) -> None:
     extra = ""
     if outcome.error and not outcome.lost:
         extra += " error=" + outcome.error["exception_class_path"]
-    if outcome.status == RETRY and not outcome.lost:
+    if outcome.status in (RETRY, SNOOZED) and not outcome.lost:
         extra += f" retry_in={outcome.retry_in:.2f}"
     level = logging.WARNING if outcome.lost or outcome.status == JobStatus.FAILED else logging.INFO
     job_logger.log(

@@ -176,6 +176,7 @@ CASES = [
         failed,
         lambda job: operations.retry_failed(Job.objects.filter(pk=job.pk), keep),
     ),
+    Case(states.SNOOZE, "worker", claimed, lambda job: transitions.snooze(job, 30)),
     Case(
         states.PURGE,
         "purge",
@@ -213,7 +214,7 @@ def test_each_transition_writes_what_it_declares_and_nothing_else(case):
 
 def test_every_documented_transition_has_a_case():
     assert {case.transition for case in CASES} == set(states.TRANSITIONS)
-    assert [t.number for t in states.TRANSITIONS] == list(range(1, 14))
+    assert [t.number for t in states.TRANSITIONS] == list(range(1, 15))
 
 
 def test_each_transition_declares_real_columns_only():

@@ -9,6 +9,7 @@ import time
 from django.tasks import TaskContext, task
 
 from django_skipqueue.context import is_cancel_requested
+from django_skipqueue.exceptions import Snooze
 from testproject.demo.models import LedgerEntry
 
 
@@ -126,3 +127,55 @@ async def async_nap(seconds: float) -> str:
 
     await asyncio.sleep(seconds)
     return "rested"
+
+
+# Retry policy (issue 20): each branch of states.next_step() a task's options reach.
+
+
+@task(takes_context=True, max_attempts=5, retry_backoff=0, retry_on=(ValueError,))
+def retry_only_value_errors(context: TaskContext) -> None:
+    """ValueError is retried; the KeyError of attempt 3 is not: the job fails at attempt 3."""
+    write_ledger(context, "retry_on")
+    if context.attempt < 3:
+        raise ValueError(f"attempt {context.attempt}: retried")
+    raise KeyError("not in retry_on")
+
+
+@task(
+    takes_context=True,
+    max_attempts=5,
+    retry_backoff=0,
+    retry_on=Exception,
+    discard_on=(LookupError,),
+)
+def discard_lookup_errors(context: TaskContext, fail_with: str) -> None:
+    """A LookupError fails at once although retry_on=Exception covers it: discard_on wins."""
+    write_ledger(context, "discard_on")
+    raise {"key": KeyError, "value": ValueError}[fail_with](fail_with)
+
+
+def measured_backoff(error: BaseException, attempt: int) -> float | None:
+    """1.5 s after attempt 1, 3 s after attempt 2, and no attempt 4 (None)."""
+    return {1: 1.5, 2: 3.0}.get(attempt)
+
+
+@task(takes_context=True, max_attempts=10, backoff=measured_backoff)
+def custom_backoff(context: TaskContext) -> None:
+    write_ledger(context, "backoff")
+    raise RuntimeError(f"attempt {context.attempt}")
+
+
+@task(takes_context=True, max_attempts=1, max_snoozes=3)
+def snooze_twice(context: TaskContext) -> int:
+    """Snoozes twice (0.5 s each), then succeeds: on its one and only attempt."""
+    runs = LedgerEntry.objects.filter(job_id=int(context.task_result.id)).count()
+    write_ledger(context, "snooze")
+    if runs < 2:
+        raise Snooze(0.5)
+    return context.attempt
+
+
+@task(takes_context=True, max_attempts=3, max_snoozes=2)
+def snooze_forever(context: TaskContext) -> None:
+    write_ledger(context, "snooze")
+    raise Snooze(0.2)
