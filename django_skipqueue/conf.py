@@ -94,6 +94,8 @@ class SkipQueueSettings:
     #: skipqueue_health fails when a transaction on the server has been open longer than this,
     #: in seconds; None: not checked.
     HEALTH_MAX_TRANSACTION_AGE: float | None = None
+    #: Bearer token that lets Prometheus read the metrics view; None: staff logins only.
+    METRICS_TOKEN: str | None = None
     #: Seconds a worker trusts its list of paused queues before reading it again.
     PAUSE_CACHE_SECONDS: float = 1.0
     #: Seconds the per-minute counters and the rows of stopped or stale workers are kept.

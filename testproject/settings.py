@@ -94,6 +94,9 @@ SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES = env.int(
     "SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES", default=256 * 1024
 )
 
+# The metrics view's bearer token (tests/monitoring/test_prometheus.py scrapes with it).
+SKIPQUEUE_METRICS_TOKEN = env.str("SKIPQUEUE_METRICS_TOKEN", default="") or None
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

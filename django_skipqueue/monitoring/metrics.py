@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 #: Upper bounds, in milliseconds, of the claim-latency histogram buckets. A stored histogram
 #: has ``len(CLAIM_LATENCY_BUCKETS_MS) + 1`` counts: count ``i`` is for latencies ``<= bound i``
@@ -54,6 +55,23 @@ COUNTERS = (
 )
 #: Claim latencies kept for the workers table's p50/p95 ("a recent window").
 RECENT_SAMPLES = 500
+
+
+class Exporter(Protocol):
+    """What a process reports as it goes, for Prometheus (see exporter.py)."""
+
+    def claim(self, queue_name: str, seconds: float, tasks: Iterable[str]) -> None: ...
+
+    def attempt(self, queue_name: str, task: str, outcome: str, seconds: float | None) -> None: ...
+
+    def reclaim(self, queue_name: str, task: str) -> None: ...
+
+    def database_error(self, role: str) -> None: ...
+
+
+#: The exporter of this ``runworkers`` run (``--metrics-port``), or None: metrics are off, and
+#: each hook costs one ``is None`` test.
+exporter: Exporter | None = None
 
 
 def empty_histogram() -> list[int]:
@@ -122,6 +140,8 @@ class Metrics:
         self.totals = dict.fromkeys(COUNTERS, 0)
         self.minutes: dict[tuple[datetime, str], MinuteCounters] = {}
         self.recent_claims: deque[float] = deque(maxlen=RECENT_SAMPLES)
+        #: Set before the fork in runworkers --metrics-port: the children inherit it.
+        self.exporter = exporter
 
     def count(self, queue_name: str, counter: str, amount: int = 1) -> None:
         if amount:

@@ -128,7 +128,10 @@ class Claimer:
         got = Job.objects.db_manager(self.using).claim_from(
             queue_name, limit=limit, owner=self.owner, lease=self.options.lease
         )
-        self.metrics.claim_query(queue_name, (time.perf_counter() - began) * 1000, len(got))
+        seconds = time.perf_counter() - began
+        self.metrics.claim_query(queue_name, seconds * 1000, len(got))
+        if self.metrics.exporter is not None:
+            self.metrics.exporter.claim(queue_name, seconds, (job.task_path for job in got))
         return got
 
     def claim_rest(self, queues: list[str], wanted: int, claimed: list[Job]) -> list[Job]:

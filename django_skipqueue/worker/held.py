@@ -20,6 +20,8 @@ from django_skipqueue.worker.executor import RETRY, Outcome, Running
 logger = logging.getLogger("django_skipqueue.worker")
 #: The metrics counter of each way an attempt ends (a cancellation has none).
 COUNTERS = {JobStatus.SUCCEEDED: "succeeded", JobStatus.FAILED: "failed", RETRY: "retried"}
+#: The exported ``outcome`` label of each way an attempt ends.
+OUTCOMES = {**COUNTERS, JobStatus.CANCELLED: "cancelled"}
 
 
 class Holdings:
@@ -113,9 +115,20 @@ class Holdings:
             self.metrics.count(queue_name, "lost_leases")
         elif outcome.status in COUNTERS:
             self.metrics.count(queue_name, COUNTERS[outcome.status])
+        if self.metrics.exporter is not None:
+            self._export(outcome)
         recording.log_outcome(outcome, self.owner)
         if not outcome.lost:
             recording.send_finished(outcome, self.backend_alias)
+
+    def _export(self, outcome: Outcome) -> None:
+        """Count the attempt by outcome; time it if it ran (a cancel before start did not)."""
+        assert self.metrics.exporter is not None
+        job = outcome.job
+        label = "lost_lease" if outcome.lost else OUTCOMES.get(outcome.status, outcome.status)
+        ran = outcome.running.started_at is not None
+        seconds = outcome.duration if ran else None
+        self.metrics.exporter.attempt(job.queue_name, job.task_path, label, seconds)
 
     def abandon(self, running: Running, outcome: Outcome) -> None:
         """Give up on a job past its timeout: record ``outcome``, ignore what its thread says."""

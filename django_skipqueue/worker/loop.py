@@ -297,6 +297,8 @@ class Worker:
         self._request_stop(GRACEFUL, f"job {running.job.pk} timed out", RECYCLE_EXIT_CODE)
 
     def _database_trouble(self, error: Error) -> None:
+        if self.metrics.exporter is not None:
+            self.metrics.exporter.database_error("worker")
         delay = self.db_backoff.failed(error)
         self.reconcile = True
         self.waker.wait(delay, listen=False)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
 
 from django.db import Error, connections
 
@@ -33,6 +33,9 @@ from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
 from django_skipqueue.worker.owner import new_token, owner_id
 from django_skipqueue.worker.stopping import IMMEDIATE, STOP_SIGNALS, Stopping
+
+if TYPE_CHECKING:
+    from django_skipqueue.monitoring.exporter import Endpoint
 
 logger = logging.getLogger("django_skipqueue.supervisor")
 T = TypeVar("T")
@@ -84,12 +87,15 @@ class Supervisor:
         maintenance: MaintenanceLoop | None = None,
         owner: str | None = None,
         relay: str | None = None,
+        metrics_endpoint: Endpoint | None = None,
     ) -> None:
         self.options = options
         self.processes = processes
         self.maintenance = maintenance
         #: Broker URL of an outbox relay run as one more child (the slot after the workers').
         self.relay = relay
+        #: The Prometheus endpoint of runworkers --metrics-port (None: metrics off).
+        self.endpoint = metrics_endpoint
         self.owner = owner or owner_id()
         self.using = options.database
         self.waker = Waker(None)
@@ -106,7 +112,14 @@ class Supervisor:
     def run(self) -> int:
         """Supervise until every worker is gone; return the exit code for the command."""
         with self.stopping.signals_handled((*STOP_SIGNALS, signal.SIGCHLD)):
-            return self._supervise()
+            if self.endpoint is None:
+                return self._supervise()
+            self.endpoint.start()
+            self.metrics.exporter = self.endpoint.metrics
+            try:
+                return self._supervise()
+            finally:
+                self.endpoint.stop()
 
     def _supervise(self) -> int:
         self._database(lambda: heartbeat.register(self.owner, WorkerRole.SUPERVISOR, self.options))
@@ -161,7 +174,10 @@ class Supervisor:
             del signals[:]  # the worker's handlers take over this list (shared: no gap)
             self.waker.close()
             os.setpgid(0, 0)
-            if self.relay is not None and slot == self.processes:
+            relay = self.relay is not None and slot == self.processes
+            if self.endpoint is not None:
+                self.endpoint.in_child(worker=not relay)
+            if self.relay is not None and relay:
                 code = self._run_relay(self.relay)
             else:
                 worker = Worker(
@@ -199,6 +215,8 @@ class Supervisor:
                 self._after_exit(child, os.waitstatus_to_exitcode(status))
 
     def _after_exit(self, child: Child, code: int) -> None:
+        if self.endpoint is not None:
+            self.endpoint.process_died(child.pid)
         reason = f"exit {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
         self.dead.append((child.owner, reason))
         lived = time.monotonic() - child.born
@@ -225,6 +243,8 @@ class Supervisor:
                 return
             for job in taken:
                 self.metrics.count(job.queue_name, "reclaimed")
+                if self.metrics.exporter is not None:
+                    self.metrics.exporter.reclaim(job.queue_name, job.task_path)
             self._database(partial(heartbeat.mark_stopped, owner, self.using))
             self.dead.pop(0)
 
@@ -285,6 +305,8 @@ class Supervisor:
         return done
 
     def _database_failed(self, error: Error) -> None:
+        if self.metrics.exporter is not None:
+            self.metrics.exporter.database_error("supervisor")
         if is_unreachable(error):
             outage(self.using).failed(error)
         else:

@@ -8,8 +8,9 @@ it starts, as it outlives one that goes away later.
 from __future__ import annotations
 
 import logging
+import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -19,6 +20,7 @@ from django_skipqueue.conf import get_settings
 from django_skipqueue.management.arguments import (
     add_backend,
     backend_named,
+    int_between,
     non_negative_float,
     positive_float,
     positive_int,
@@ -28,6 +30,9 @@ from django_skipqueue.worker.options import WorkerOptions
 from django_skipqueue.worker.owner import owner_id
 from django_skipqueue.worker.startup import pool_size, unapplied_migrations, wait_for_database
 from django_skipqueue.worker.supervisor import Supervisor, default_maintenance
+
+if TYPE_CHECKING:
+    from django_skipqueue.monitoring.exporter import Endpoint
 
 LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
 
@@ -117,6 +122,20 @@ class Command(BaseCommand):
             help="Also run an outbox relay process, to URL "
             "(default: SKIPQUEUE_OUTBOX_BROKER_URL); needs django_skipqueue.outbox.",
         )
+        add(
+            "--metrics-port",
+            type=int_between(1, 65535, "port"),
+            default=None,
+            metavar="PORT",
+            help="Serve the worker processes' Prometheus metrics on PORT (off by default; "
+            "needs prometheus-client).",
+        )
+        add(
+            "--metrics-host",
+            default="127.0.0.1",
+            metavar="HOST",
+            help="Address the metrics port listens on (default: %(default)r, this host only).",
+        )
 
     def execute(self, *args: Any, **options: Any) -> Any:
         """Wait for the queue's database, then run the system checks and the command."""
@@ -129,6 +148,7 @@ class Command(BaseCommand):
         worker_options = self._worker_options(options)
         self._check_migrated(worker_options.database)
         self._check_pool(options, worker_options.database)
+        endpoint = self._metrics_endpoint(options["metrics_port"], options["metrics_host"])
         owner = owner_id()
         supervisor = Supervisor(
             worker_options,
@@ -136,10 +156,25 @@ class Command(BaseCommand):
             maintenance=default_maintenance(worker_options.database, owner),
             owner=owner,
             relay=relay,
+            metrics_endpoint=endpoint,
         )
         code = supervisor.run()
         if code:
             sys.exit(code)
+
+    def _metrics_endpoint(self, port: int | None, host: str) -> Endpoint | None:
+        """The run's Prometheus endpoint, or None without --metrics-port."""
+        if port is None:
+            return None
+        try:
+            from django_skipqueue.monitoring.exporter import Endpoint
+        except ImportError as error:
+            raise CommandError(
+                f"--metrics-port needs prometheus-client ({error}): "
+                "pip install 'django-skipqueue[prometheus]'."
+            ) from error
+        _port_free(host, port)
+        return Endpoint(port, host)
 
     def _relay_url(self, option: str | None) -> str | None:
         """The broker of the outbox relay child, or None without --relay."""
@@ -208,3 +243,12 @@ class Command(BaseCommand):
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(LOG_LEVELS.get(verbosity, logging.INFO))
+
+
+def _port_free(host: str, port: int) -> None:
+    """Refuse a metrics port another process holds before any worker starts."""
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as error:
+        raise CommandError(f"--metrics-port: cannot listen on {host}:{port} ({error}).") from error

@@ -1,0 +1,177 @@
+"""What worker processes did, as Prometheus counters and histograms (runworkers --metrics-port).
+
+The supervisor forks its workers, and replaces the ones that die, so each process's counts must
+add up across processes without counting twice. This uses prometheus-client's multiprocess
+mode: every process writes its values to memory-mapped files named after its pid, in a
+directory of this run, and the supervisor's HTTP endpoint sums the files when scraped. A dead
+worker's counters stay in its files, so totals never go back; its replacement has a new pid and
+starts files of its own; ``mark_process_dead`` drops a dead process's live gauges.
+
+Off by default: without ``--metrics-port`` nothing here is imported, and the worker's hooks are
+one ``is None`` test each. With it on, each hook is a few writes to a memory map, made by the
+worker's main thread (outcomes and claims are recorded there, never on job threads).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from typing import Any
+
+from django_skipqueue.monitoring import metrics
+from django_skipqueue.monitoring.metrics import CLAIM_LATENCY_BUCKETS_MS
+
+#: Job duration buckets, in seconds.
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
+#: Claim latency buckets, in seconds: the same bounds as the workers table's histogram.
+CLAIM_BUCKETS = tuple(bound / 1000 for bound in CLAIM_LATENCY_BUCKETS_MS)
+#: Jobs one claim query took.
+BATCH_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: Ways an attempt ends, the ``outcome`` label of skipqueue_attempts_total.
+OUTCOMES = ("succeeded", "failed", "retried", "cancelled", "lost_lease")
+
+
+class ProcessMetrics:
+    """The metrics of one ``runworkers`` run, written by the supervisor and every worker."""
+
+    def __init__(self, directory: str) -> None:
+        from prometheus_client import Counter, Gauge, Histogram
+
+        self.directory = directory
+        labels = ["queue", "task"]
+        self.claimed = Counter("skipqueue_jobs_claimed", "Jobs claimed.", labels, registry=None)
+        self.attempts = Counter(
+            "skipqueue_attempts",
+            "Attempts that ended, by outcome: succeeded, failed (attempts spent), retried, "
+            "cancelled, lost_lease (the fence rejected the completion).",
+            [*labels, "outcome"],
+            registry=None,
+        )
+        self.reclaimed = Counter(
+            "skipqueue_jobs_reclaimed",
+            "Jobs the supervisor took back from a worker process that died.",
+            labels,
+            registry=None,
+        )
+        self.duration = Histogram(
+            "skipqueue_job_duration_seconds",
+            "Time an attempt ran, from its start to its outcome.",
+            labels,
+            buckets=DURATION_BUCKETS,
+            registry=None,
+        )
+        self.claim_latency = Histogram(
+            "skipqueue_claim_duration_seconds",
+            "Time of one claim transaction (one queue).",
+            ["queue"],
+            buckets=CLAIM_BUCKETS,
+            registry=None,
+        )
+        self.batch = Histogram(
+            "skipqueue_claim_batch_size",
+            "Jobs one claim transaction took.",
+            ["queue"],
+            buckets=BATCH_BUCKETS,
+            registry=None,
+        )
+        self.idle = Counter(
+            "skipqueue_idle_polls",
+            "Claim transactions that found no job.",
+            ["queue"],
+            registry=None,
+        )
+        self.db_errors = Counter(
+            "skipqueue_database_errors",
+            "Database errors a worker process or the supervisor met (then retried).",
+            ["role"],
+            registry=None,
+        )
+        self.processes = Gauge(
+            "skipqueue_worker_processes",
+            "Worker processes running (each live process counts 1).",
+            registry=None,
+            multiprocess_mode="livesum",
+        )
+
+    # The hooks (monitoring.metrics.Exporter).
+
+    def claim(self, queue_name: str, seconds: float, tasks: Iterable[str]) -> None:
+        got = 0
+        for task in tasks:
+            self.claimed.labels(queue_name, task).inc()
+            got += 1
+        self.claim_latency.labels(queue_name).observe(seconds)
+        self.batch.labels(queue_name).observe(got)
+        if not got:
+            self.idle.labels(queue_name).inc()
+
+    def attempt(self, queue_name: str, task: str, outcome: str, seconds: float | None) -> None:
+        self.attempts.labels(queue_name, task, outcome).inc()
+        if seconds is not None:
+            self.duration.labels(queue_name, task).observe(seconds)
+
+    def reclaim(self, queue_name: str, task: str) -> None:
+        self.reclaimed.labels(queue_name, task).inc()
+
+    def database_error(self, role: str) -> None:
+        self.db_errors.labels(role).inc()
+
+    def worker_started(self) -> None:
+        self.processes.set(1)
+
+
+class Endpoint:
+    """The run's metrics directory and HTTP endpoint, owned by the supervisor."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        self.port = port
+        self.host = host
+        self.directory = tempfile.mkdtemp(prefix="skipqueue-metrics-")
+        self.server: Any = None
+        self.metrics = self._multiprocess()
+
+    def _multiprocess(self) -> ProcessMetrics:
+        """Switch prometheus-client to multiprocess mode for this run, then make the metrics.
+
+        The client picks its value class when first imported, from PROMETHEUS_MULTIPROC_DIR:
+        it is set here (for this process and the workers it forks) and the class chosen again,
+        in case the client was imported before.
+        """
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = self.directory
+        from prometheus_client import values
+
+        values.ValueClass = values.MultiProcessValue()
+        return ProcessMetrics(self.directory)
+
+    def start(self) -> None:
+        """Serve the summed files on ``host:port`` (a daemon thread of the supervisor)."""
+        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=self.directory)
+        self.server, _ = start_http_server(self.port, addr=self.host, registry=registry)
+        metrics.exporter = self.metrics
+
+    def in_child(self, *, worker: bool) -> None:
+        """In a forked child: let go of the listening socket (the supervisor serves it)."""
+        if self.server is not None:
+            self.server.socket.close()
+            self.server = None
+        if worker:
+            self.metrics.worker_started()
+
+    def process_died(self, pid: int) -> None:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid, self.directory)
+
+    def stop(self) -> None:
+        metrics.exporter = None
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,167 @@
+"""A real Prometheus scrapes the metrics view and ``runworkers --metrics-port`` while jobs drain.
+
+Its figures, read back through its HTTP API, must equal the database's: depth before and after,
+succeeded attempts and job-duration observations equal to the succeeded rows, claims equal to
+the attempts the rows record, reclaims equal to the attempts dead workers held. Worker children
+die by SIGKILL midway and are replaced: their counts stay (no loss), their replacements start
+their own (no double count), and their process gauges go (two processes, not four).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from django_skipqueue.models import Job
+from tests.support import worker_tasks as wt
+from tests.support.prometheus import SCRAPE_INTERVAL, Prometheus, free_port
+from tests.support.workers import Runworkers, wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.skip_locked]
+TOKEN = "scrape-token-for-tests"
+JOBS = 240
+
+
+def listening_address(port: int) -> str:
+    """The local address a TCP socket listens on at ``port``, from /proc/net/tcp(6)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if int(hex_port, 16) == port and state == "0A":
+                return address
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+def reclaimed_jobs() -> int:
+    died = 0
+    for errors in Job.objects.values_list("errors", flat=True):
+        died += sum(1 for e in errors if e["exception_class_path"].endswith("WorkerDied"))
+    return died
+
+
+@pytest.fixture
+def metrics_token(settings):
+    settings.SKIPQUEUE_METRICS_TOKEN = TOKEN
+    return TOKEN
+
+
+def test_prometheus_figures_equal_the_database_across_a_killed_worker(
+    backend, child_env, manage_py, tmp_path, live_server, metrics_token
+):
+    # The middle job kills its own worker process, twice (two attempts): each time the
+    # supervisor reclaims it and forks a replacement. With one thread per process, a worker
+    # is waiting on that job when it dies, every earlier outcome counted: the totals are exact.
+    half = [(wt.slow_record, [0.01], {})] * (JOBS // 2)
+    backend.enqueue_many([*half, (wt.kill_own_process, [], {}), *half])
+    port = free_port()
+    view = live_server.url.removeprefix("http://")
+    prometheus = Prometheus(
+        tmp_path,
+        {
+            "queue": {
+                "metrics_path": reverse("skipqueue_metrics"),
+                "authorization": {"credentials": metrics_token},
+                "static_configs": [{"targets": [view]}],
+            },
+            "workers": {"static_configs": [{"targets": [f"127.0.0.1:{port}"]}]},
+        },
+    )
+    workers = None
+    try:
+        ready = 'skipqueue_jobs{queue="default",status="ready"}'
+        wait_for(lambda: prometheus.value(ready) == JOBS + 1, 30, 0.2, "depth scraped")
+        workers = Runworkers(
+            manage_py, child_env, tmp_path / "workers.log",
+            "--processes", "2", "--threads", "1", "--queues", "default",
+            "--metrics-port", str(port),
+        )  # fmt: skip
+        wait_for(lambda: Job.objects.filter(status="succeeded").count() >= 10, 60)
+        assert listening_address(port) == "0100007F"  # 127.0.0.1, not every interface
+        wait_for(lambda: Job.objects.filter(status="succeeded").count() == JOBS, 180, 0.2)
+        assert workers.log().count("reason=signal SIGKILL restart_in=") == 2
+
+        succeeded = 'sum(skipqueue_attempts_total{outcome="succeeded"})'
+        wait_for(lambda: prometheus.value(succeeded) == JOBS, 30, 0.2, "final counts scraped")
+        time.sleep(3 * SCRAPE_INTERVAL)  # a few more scrapes: the figures must hold still
+        attempts = sum(Job.objects.values_list("attempts", flat=True))
+        assert attempts == JOBS + 2 and reclaimed_jobs() == 2
+        assert prometheus.targets_up() == {"queue": 1.0, "workers": 1.0}
+        assert prometheus.value(succeeded) == JOBS
+        assert prometheus.value("sum(skipqueue_job_duration_seconds_count)") == JOBS
+        assert prometheus.value("sum(skipqueue_jobs_claimed_total)") == attempts
+        assert prometheus.value("sum(skipqueue_jobs_reclaimed_total)") == 2
+        assert prometheus.value("sum(skipqueue_attempts_total)") == JOBS
+        assert prometheus.value("skipqueue_worker_processes") == 2  # not the dead ones
+        assert prometheus.value(ready) == 0
+        assert prometheus.value('skipqueue_jobs{queue="default",status="claimed"}') == 0
+        assert prometheus.value('skipqueue_jobs{queue="default",status="failed"}') == 1
+        assert prometheus.value('skipqueue_workers{state="live"}') == 2
+        claims = prometheus.value("sum(skipqueue_claim_duration_seconds_count)")
+        assert claims == prometheus.value("sum(skipqueue_claim_batch_size_count)")
+        assert claims and claims >= attempts  # one thread: one job per claim at most
+    finally:
+        prometheus.stop()
+        if workers is not None:
+            workers.stop()
+
+
+def test_the_view_refuses_anonymous_and_wrong_tokens(client, metrics_token):
+    url = reverse("skipqueue_metrics")
+    assert client.get(url).status_code == 403
+    assert client.get(url, HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
+    assert client.get(url, HTTP_AUTHORIZATION=f"Basic {metrics_token}").status_code == 403
+    allowed = client.get(url, HTTP_AUTHORIZATION=f"Bearer {metrics_token}")
+    assert allowed.status_code == 200 and b"skipqueue_jobs{" in allowed.content
+    client.force_login(User.objects.create_user("someone", password="x"))
+    assert client.get(url).status_code == 403
+    client.force_login(User.objects.create_user("operator", password="x", is_staff=True))
+    assert client.get(url).status_code == 200
+
+
+def test_no_token_set_means_staff_only(client, settings):
+    settings.SKIPQUEUE_METRICS_TOKEN = None
+    url = reverse("skipqueue_metrics")
+    assert client.get(url, HTTP_AUTHORIZATION="Bearer ").status_code == 403
+    assert client.get(url, HTTP_AUTHORIZATION="Bearer None").status_code == 403
+
+
+def test_the_metrics_port_refuses_a_port_in_use(child_env, manage_py, tmp_path):
+    port = free_port()
+    with socket.create_server(("127.0.0.1", port)):
+        refused = Runworkers(
+            manage_py, child_env, tmp_path / "busy.log", "--burst", "--metrics-port", str(port)
+        )
+        try:
+            assert refused.wait(60) != 0
+        finally:
+            refused.stop()
+    assert f"cannot listen on 127.0.0.1:{port}" in refused.log()
+
+
+def test_every_metric_is_in_the_reference_and_the_dashboard_plots_only_those():
+    """docs/reference/metrics.md lists exactly the metrics the code defines."""
+    package = Path(__file__).resolve().parents[2] / "django_skipqueue" / "monitoring"
+    defined = set()
+    for module in ("exporter.py", "prometheus.py"):
+        defined |= set(re.findall(r'"(skipqueue_[a-z_]+)"', (package / module).read_text()))
+    docs = package.parents[1] / "docs"
+    rows = (docs / "reference" / "metrics.md").read_text()
+    documented = set(re.findall(r"^\| `(skipqueue_[a-z_]+)` \|", rows, re.MULTILINE))
+    counters = {f"{name}_total" for name in defined if f"`{name}_total`" in rows}
+    assert documented == {n for n in defined if f"{n}_total" not in counters} | counters
+    dashboard = json.loads((docs / "grafana" / "skipqueue-dashboard.json").read_text())
+    plotted = set()
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            plotted |= set(re.findall(r"skipqueue_[a-z_]+", target["expr"]))
+    series = {re.sub(r"_(bucket|sum|count)$", "", name) for name in plotted}
+    assert series <= documented, series - documented
+    assert len(series) >= 12
