@@ -30,7 +30,20 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "docs" / "benchmarks" / "raw" / "outbox.json"
+#: Keys of the throughput runs (``--keys``): a key's messages are sent in order, so its
+#: depth bounds what can be in flight; 20 keys is a hot aggregate, 1,000 a typical spread.
 KEYS = 20
+#: Messages per batch of the raw loop's confirms, the relay's pipeline depth.
+RAW_BATCH = 256
+
+
+def set_keys(keys: int) -> None:
+    global KEYS
+    KEYS = keys
+
+
+def key_of(n: int) -> str:
+    return f"order-{n % KEYS}"
 
 
 def main() -> None:
@@ -38,7 +51,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=6000, help="per throughput run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--latency-messages", type=int, default=200)
+    parser.add_argument("--keys", type=int, default=KEYS, help="keys of the throughput runs")
     args = parser.parse_args()
+    set_keys(args.keys)
     setup_django()
     from tests.support.brokers import rabbitmq_vhost
 
@@ -78,58 +93,95 @@ def purge(url: str) -> None:
 
 
 def fill(count: int) -> None:
+    """Write ``count`` messages over KEYS keys in one transaction: the relays see them at once."""
+    from django.db import transaction
+
     from django_skipqueue.outbox import Message, publish_many
 
-    messages = [Message("orders", {"order_id": n, "total": "12.50"}, key=f"order-{n % KEYS}")
+    messages = [Message("orders", {"order_id": n, "total": "12.50"}, key=key_of(n))
                 for n in range(count)]  # fmt: skip
-    for start in range(0, count, 1000):
-        publish_many(messages[start : start + 1000])
+    with transaction.atomic():
+        for start in range(0, count, 1000):
+            publish_many(messages[start : start + 1000])
 
 
 def relay_run(url: str, count: int, relays: int) -> float:
-    from django_skipqueue.outbox.models import OutboxMessage
+    """Start ``relays`` idle relays, commit ``count`` messages, time until the outbox is empty."""
+    from django_skipqueue.outbox import wakeup
+    from django_skipqueue.outbox.models import OutboxMessage, OutboxRelay
 
-    fill(count)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, str(ROOT / "testproject" / "manage.py"), "skipqueue_relay",
-               "--burst", "--broker", url]  # fmt: skip
-    began = time.perf_counter()
-    processes = [subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    manage_py = str(ROOT / "testproject" / "manage.py")
+    command = [sys.executable, manage_py, "skipqueue_relay", "--broker", url]
+    OutboxRelay.objects.all().delete()
+    processes = [subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
                  for _ in range(relays)]  # fmt: skip
-    for process in processes:
-        process.wait()
-    seconds = time.perf_counter() - began
-    assert not OutboxMessage.objects.exists(), "a relay left messages behind"
-    return count / seconds
+    try:
+        while OutboxRelay.objects.filter(stopped_at=None).count() < relays:
+            time.sleep(0.05)
+        time.sleep(1)  # connected to the broker and idle
+        wakeup.forget_addresses()
+        fill(count)
+        began = time.perf_counter()
+        while OutboxMessage.objects.exists():
+            time.sleep(0.005)
+        return count / (time.perf_counter() - began)
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(30)
 
 
-def raw_publisher(url: str, start: int, count: int) -> None:
+def raw_publisher(url: str, start: int, count: int, keys: int, go: Any) -> None:
+    """Publish with confirms in batches: a batch goes out, then its confirms are awaited."""
     import pika
 
+    set_keys(keys)  # a spawned interpreter
     connection = pika.BlockingConnection(pika.URLParameters(url))
-    channel = connection.channel()
-    channel.confirm_delivery()
-    for n in range(start, start + count):
-        body = json.dumps({"order_id": n, "total": "12.50"}, separators=(",", ":")).encode()
-        properties = pika.BasicProperties(
-            content_type="application/json", delivery_mode=2, message_id=f"raw-{n}",
-            headers={"X-Skipqueue-Topic": "orders", "X-Skipqueue-Attempt": "1"},
-        )  # fmt: skip
-        channel.basic_publish("orders", f"order-{n % KEYS}", body, properties, mandatory=True)
+    impl: Any = connection.channel()._impl  # underneath BlockingChannel: publish, don't wait
+    confirmed = [0]
+
+    def on_confirm(frame: Any) -> None:
+        # A multiple ack answers every tag up to its own.
+        confirmed[0] = frame.method.delivery_tag
+        # A callback queued on the connection ends process_data_events' wait.
+        connection.add_callback_threadsafe(lambda: None)
+
+    impl.confirm_delivery(on_confirm)
+    connection.process_data_events(time_limit=0.1)
+    go.wait()
+    published = 0
+    for first in range(start, start + count, RAW_BATCH):
+        for n in range(first, min(first + RAW_BATCH, start + count)):
+            body = json.dumps({"order_id": n, "total": "12.50"}, separators=(",", ":")).encode()
+            properties = pika.BasicProperties(
+                content_type="application/json",
+                delivery_mode=2,
+                message_id=f"raw-{n}",
+                headers={"X-Skipqueue-Topic": "orders", "X-Skipqueue-Attempt": "1"},
+            )
+            impl.basic_publish("orders", key_of(n), body, properties, mandatory=True)
+            published += 1
+        while confirmed[0] < published:
+            connection.process_data_events(time_limit=1)
     connection.close()
 
 
 def raw_run(url: str, count: int, processes: int) -> float:
+    """Start ``processes`` connected publishers, then time them from one signal to the end."""
     share = count // processes
     context = multiprocessing.get_context("spawn")
-    began = time.perf_counter()
-    workers = [context.Process(target=raw_publisher, args=(url, i * share, share))
+    go = context.Event()
+    workers = [context.Process(target=raw_publisher, args=(url, i * share, share, KEYS, go))
                for i in range(processes)]  # fmt: skip
     for worker in workers:
         worker.start()
+    time.sleep(2)  # started and connected, like the idle relays
+    began = time.perf_counter()
+    go.set()
     for worker in workers:
         worker.join()
-    # The relay's figure includes its process start; so does this one (spawned interpreters).
     return share * processes / (time.perf_counter() - began)
 
 
@@ -175,7 +227,7 @@ def measure_latency(url: str, count: int) -> list[float]:
     committed = {}
     try:
         for seq in range(count):
-            publish("orders", {"seq": seq}, key=f"order-{seq % KEYS}")  # autocommit: one txn
+            publish("orders", {"seq": seq}, key=key_of(seq))  # autocommit: one txn
             committed[seq] = time.time()
             time.sleep(0.05)
         consumer.join(30)
@@ -199,7 +251,7 @@ def measure_writes(count: int) -> dict[str, float]:
         return (time.perf_counter() - began) / count * 1e6
 
     return {
-        "publish": timed(lambda n: publish("orders", {"order_id": n}, key=f"order-{n % KEYS}")),
+        "publish": timed(lambda n: publish("orders", {"order_id": n}, key=key_of(n))),
         "enqueue": timed(lambda n: add.enqueue(n, 1)),
     }
 

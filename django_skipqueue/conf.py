@@ -113,6 +113,9 @@ class SkipQueueSettings:
     OUTBOX_PARTITIONS: int = 16
     #: Messages a relay reads and publishes per partition and round.
     OUTBOX_BATCH: int = 500
+    #: Messages of one key a relay has on the wire before the broker answered the first; 1
+    #: keeps a key's order even when the broker refuses one message and takes the next.
+    OUTBOX_IN_FLIGHT_PER_KEY: int = 256
     #: Seconds a relay holds the partitions it claimed; a dead relay's pass to others after it.
     OUTBOX_LEASE_SECONDS: float = 30.0
     #: Failed attempts (broker refused the message) before a message becomes a dead letter.

@@ -130,6 +130,7 @@ RULES: dict[str, Rule] = {
     "METRICS_RETENTION_SECONDS": seconds(),
     "PRUNE_INTERVAL": seconds(),
     "OUTBOX_BATCH": whole(1),
+    "OUTBOX_IN_FLIGHT_PER_KEY": whole(1),
     "OUTBOX_LEASE_SECONDS": seconds(),
     "OUTBOX_MAX_ATTEMPTS": whole(1, 1000),
     "OUTBOX_RETRY_BACKOFF": seconds(zero=True),

@@ -26,6 +26,7 @@ from django_skipqueue.conf import get_settings
 from django_skipqueue.durations import format_seconds
 from django_skipqueue.models import QueuePause
 from django_skipqueue.monitoring.stats import DEPTH_STATUSES
+from django_skipqueue.outbox.stats import OutboxStatus, outbox_status
 
 #: Seconds between automatic reloads of the page (``?refresh=0`` turns them off).
 REFRESH_SECONDS = 10
@@ -66,6 +67,7 @@ def dashboard_view(model_admin: Any, request: HttpRequest) -> TemplateResponse:
         "can_pause": request.user.has_perm(PAUSE_PERMISSION),
         "reaper_age": format_seconds(board.report.reaper_age),
         "stale_seconds": format_seconds(get_settings().WORKER_STALE_SECONDS),
+        "outbox": _outbox(outbox_status(admin_database())),
     }
     return TemplateResponse(request, "admin/django_skipqueue/dashboard.html", context)
 
@@ -83,6 +85,18 @@ def _queue_row(board: Dashboard, queue: Any) -> dict[str, Any]:
         "pause": board.pauses.get(queue.name),
         # Ready jobs that nobody claims when no live worker serves the queue.
         "waiting": queue.counts["ready"].value if not queue.live_workers else 0,
+    }
+
+
+def _outbox(status: OutboxStatus | None) -> dict[str, Any] | None:
+    """The outbox section's figures, formatted; None hides the section (app not installed)."""
+    if status is None:
+        return None
+    return {
+        "status": status,
+        "oldest_unsent": format_seconds(status.oldest_unsent_age),
+        "rate": f"{status.publish_rate:.1f}",
+        "confirm": "-" if status.confirm_ms is None else f"{status.confirm_ms:.2f} ms",
     }
 
 

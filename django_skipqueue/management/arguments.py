@@ -12,8 +12,10 @@ import argparse
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from enum import Enum
+from urllib.parse import urlsplit
 
 from django.core.management.base import CommandError
+from django.db import connections
 from django.tasks import task_backends
 from django.tasks.exceptions import InvalidTaskBackend
 
@@ -24,12 +26,14 @@ __all__ = [
     "accept_skip_checks",
     "add_backend",
     "backend_named",
+    "database_named",
     "duration",
     "int_between",
     "non_negative_float",
     "positive_float",
     "positive_int",
     "queue_list",
+    "url_with_scheme",
     "values_of",
 ]
 
@@ -87,6 +91,27 @@ def queue_list(text: str) -> list[str]:
     return names
 
 
+def url_with_scheme(schemes: Iterable[str]) -> Callable[[str], str]:
+    """Return a type that accepts a URL of one of ``schemes`` that names a host."""
+    known = sorted(schemes)
+
+    def parse(text: str) -> str:
+        try:
+            parts = urlsplit(text)
+            parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a URL: {error}") from None
+        if parts.scheme not in known:
+            kinds = ", ".join(f"{scheme}://" for scheme in known)
+            raise argparse.ArgumentTypeError(f"must start with {kinds}, not {text!r}")
+        if not parts.hostname:
+            raise argparse.ArgumentTypeError(f"names no host: {text!r}")
+        return text
+
+    parse.__name__ = "URL"
+    return parse
+
+
 def values_of(choices: Iterable[Enum | str]) -> list[str]:
     """The values to type for ``choices``, so that usage and errors show ``failed``, not
     ``JobStatus.FAILED``."""
@@ -110,6 +135,14 @@ def backend_named(alias: str) -> SkipQueueBackend:
         kind = type(backend).__name__
         raise CommandError(f"Task backend {alias!r} is a {kind}, not a SkipQueueBackend.")
     return backend
+
+
+def database_named(alias: str) -> str:
+    """Return ``alias`` if DATABASES has it; CommandError if not."""
+    if alias not in connections.settings:
+        names = ", ".join(sorted(connections.settings))
+        raise CommandError(f"There is no database {alias!r} in DATABASES (there is {names}).")
+    return alias
 
 
 def accept_skip_checks(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ called: this module is imported while the app registry loads.
 Imports of the core only what any process may: ``conf``, ``exceptions``, ``checks``,
 ``durations``, ``wakeup``, ``db`` and owner ids; never the job queue's ``worker`` loop,
 ``maintenance`` or ``admin``. The core imports nothing of it but its figures for
-``skipqueue_status`` and ``skipqueue_health``.
+``skipqueue_status``, ``skipqueue_health`` and the admin dashboard.
 """
 
 from __future__ import annotations

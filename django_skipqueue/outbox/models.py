@@ -78,6 +78,8 @@ class OutboxRelay(models.Model):
     dead = models.PositiveBigIntegerField(default=0)
     # Broker confirm latency of the last round, in milliseconds.
     confirm_ms = models.FloatField(null=True, blank=True)
+    # Messages sent per second between the last two heartbeats.
+    publish_rate = models.FloatField(null=True, blank=True)
 
     class Meta:
         db_table = "skipqueue_outbox_relay"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q
 
 from ..db.clock import DatabaseNow, DatabaseNowPlus
 from ..db.transactions import retry_whole_transaction, short_transaction
@@ -30,11 +30,32 @@ def with_work(using: str) -> list[int]:
     Two index dives per partition row (EXISTS on the claim index's prefix), however long the
     backlog: a DISTINCT over the messages would read every pending entry.
     """
+    return [number for number, _ in _with_work(using)]
+
+
+def free_with_work(using: str) -> tuple[list[int], int]:
+    """Return the partitions with work that no live lease holds, and how many others hold.
+
+    Relays choose among free partitions only, so that several relays do not keep picking the
+    same ones and come back empty-handed.
+    """
+    rows = _with_work(using)
+    free = [number for number, held in rows if not held]
+    return free, len(rows) - len(free)
+
+
+def _with_work(using: str) -> list[tuple[int, bool]]:
     messages = OutboxMessage.objects.using(using).filter(partition=OuterRef("number"))
     pending = Exists(messages.filter(status=MessageStatus.PENDING))
     retrying = Exists(messages.filter(status=MessageStatus.RETRY))
-    rows = OutboxPartition.objects.using(using).filter(pending | retrying).order_by("number")
-    return list(rows.values_list("number", flat=True))
+    held = Q(owner__isnull=False, lease_until__gte=DatabaseNow())
+    rows = (
+        OutboxPartition.objects.using(using)
+        .filter(pending | retrying)
+        .annotate(held=ExpressionWrapper(held, output_field=BooleanField()))
+        .order_by("number")
+    )
+    return [(number, bool(busy)) for number, busy in rows.values_list("number", "held")]
 
 
 def claim(using: str, owner: str, candidates: list[int], *, limit: int, lease: float) -> list[int]:

@@ -25,6 +25,9 @@ from .transports import Transport, redact, transport_for
 
 logger = logging.getLogger("django_skipqueue.outbox.relay")
 
+#: Seconds a relay waits before looking again when other relays hold every partition with work.
+BLOCKED_PAUSE = 0.05
+
 
 @dataclass(slots=True)
 class Totals:
@@ -54,6 +57,8 @@ class RelayProcess:
         self._transport: Transport = transport_for(broker_url)
         self._relay = Relay(using, self._transport, self.name)
         self._failures = 0
+        #: When the last heartbeat was written, and the messages sent by then.
+        self._last_beat = (time.monotonic(), 0)
 
     def run(self) -> Totals:
         settings = get_settings()
@@ -72,13 +77,15 @@ class RelayProcess:
         return self.totals
 
     def _loop(self) -> None:
-        last_beat = time.monotonic()
         while not self._stop:
             done = self._round()
-            if time.monotonic() - last_beat >= get_settings().HEARTBEAT_SECONDS:
+            if time.monotonic() - self._last_beat[0] >= get_settings().HEARTBEAT_SECONDS:
                 self._beat(done)
-                last_beat = time.monotonic()
             if done is not None and done.busy:
+                continue
+            if done is not None and done.blocked:
+                # Other relays hold the partitions with work for one round: look again soon.
+                self._waker.wait(BLOCKED_PAUSE, listen=True)
                 continue
             if self.burst and done is not None:
                 return
@@ -142,13 +149,17 @@ class RelayProcess:
         )
 
     def _beat(self, done: Round | None) -> None:
+        now, sent = time.monotonic(), self.totals.sent
+        before, sent_before = self._last_beat
+        self._last_beat = (now, sent)
         try:
             OutboxRelay.objects.using(self.using).filter(name=self.name).update(
                 last_heartbeat_at=DatabaseNow(),
-                sent=self.totals.sent,
+                sent=sent,
                 retried=self.totals.retried,
                 dead=self.totals.dead,
-                confirm_ms=None if done is None else done.confirm_seconds * 1000,
+                confirm_ms=done.confirm_seconds * 1000 if done and done.sent else None,
+                publish_rate=(sent - sent_before) / max(now - before, 1e-3),
             )
         except DatabaseError:
             logger.warning("relay heartbeat failed", exc_info=True)

@@ -7,7 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import transaction
 
@@ -38,6 +38,8 @@ class Round:
     dead: int = 0
     resent: int = 0
     confirm_seconds: float = 0.0
+    #: Work is waiting in partitions other relays hold: look again soon, do not idle.
+    blocked: bool = False
 
     @property
     def busy(self) -> bool:
@@ -61,9 +63,9 @@ class Relay:
         Publishing happens between them, in no transaction.
         """
         settings = get_settings()
-        candidates = partitions.with_work(self.using)
+        candidates, held = partitions.free_with_work(self.using)
         if not candidates:
-            return Round()
+            return Round(blocked=held > 0)
         # Measured before the claim: the lease runs from a moment no later than this one.
         deadline = time.monotonic() + settings.OUTBOX_LEASE_SECONDS * LEASE_SHARE
         self._rounds += 1
@@ -74,7 +76,7 @@ class Relay:
         settled = False
         try:
             if not messages:
-                return Round()
+                return Round(blocked=not numbers)
             started = time.monotonic()
             outcomes, resent, broken = self._publish(messages, deadline)
             elapsed = time.monotonic() - started
@@ -124,13 +126,13 @@ class Relay:
     def _publish(
         self, messages: list[OutboxMessage], deadline: float
     ) -> tuple[Outcomes, int, BrokerUnavailable | None]:
-        """Publish in id order, in waves of at most one message per key, each wave with its
-        confirms in flight: a message that fails holds back every later message of its key,
-        which is never on the wire before the broker answered the one before it."""
+        """Publish in id order, in waves with their confirms in flight: a wave holds at most
+        SKIPQUEUE_OUTBOX_IN_FLIGHT_PER_KEY messages of a key, and a message that fails stops
+        its key: no later message of the key goes out in this round."""
         outcomes = Outcomes()
         stopped: set[str] = set()
         resent = 0
-        destinations = get_settings().OUTBOX_TOPICS
+        settings = get_settings()
         for message in messages:
             message.attempts += 1
         pending = messages
@@ -138,32 +140,59 @@ class Relay:
             if time.monotonic() > deadline:
                 outcomes.untried += [m.pk for m in pending]
                 break
-            wave, pending = _wave(pending, stopped, outcomes)
+            wave, pending = _wave(pending, stopped, outcomes, settings.OUTBOX_IN_FLIGHT_PER_KEY)
             resent += sum(message.owner is not None for message in wave)
-            answers = self.transport.send_many([outgoing(m, destinations) for m in wave])
-            broken = None
-            for index, message in enumerate(wave):
-                if index >= len(answers):  # never sent: the connection broke before it
-                    outcomes.untried.append(message.pk)
-                    continue
-                answer = answers[index]
-                if isinstance(answer, Unanswered):
-                    # The broker closed the channel mid-wave: ask again one at a time.
-                    answer = broken or self._send_one(outgoing(message, destinations))
-                if isinstance(answer, BrokerUnavailable):
-                    outcomes.unknown.append((message, str(answer)))
-                    broken = answer
-                elif isinstance(answer, MessageRejected):
-                    outcomes.dead.append((message, str(answer)))
-                elif isinstance(answer, MessageNotConfirmed):
-                    outcomes.retry.append((message, str(answer)))
-                    stopped.add(message.key)
-                else:
-                    outcomes.sent.append(message.pk)
+            sending = [outgoing(m, settings.OUTBOX_TOPICS) for m in wave]
+            answers = self.transport.send_many(sending)
+            broken = self._record(wave, sending, answers, stopped, outcomes)
             if broken is not None or len(answers) < len(wave):
                 outcomes.untried += [m.pk for m in pending]
-                return outcomes, resent, broken or BrokerUnavailable("RabbitMQ connection lost")
+                return outcomes, resent, broken or BrokerUnavailable("connection lost")
         return outcomes, resent, None
+
+    def _record(
+        self,
+        wave: list[OutboxMessage],
+        sending: list[Outgoing],
+        answers: list[Result | None],
+        stopped: set[str],
+        outcomes: Outcomes,
+    ) -> BrokerUnavailable | None:
+        """Sort the wave's answers into ``outcomes``, in id order; return a lost connection."""
+        broken: BrokerUnavailable | None = None
+        for message, wire, answer in zip(wave, sending, answers, strict=False):
+            if (
+                message.key
+                and message.key in stopped
+                and isinstance(answer, MessageNotConfirmed | MessageRejected)
+            ):
+                # Behind a failed message of its key, and refused too (or, Unanswered, not
+                # taken): it waits for its key's retry instead of being sent out of order.
+                outcomes.untried.append(message.pk)
+                continue
+            if isinstance(answer, Unanswered):
+                # The broker closed the channel mid-wave, refusing one message: ask again one
+                # at a time. A message it took before the refusal arrives a second time.
+                headers = {**wire.headers, "X-Skipqueue-Resent": f"channel closed: {answer}"}
+                answer = broken or self._send_one(replace(wire, headers=headers))
+            if answer is None:
+                if message.key and message.key in stopped:
+                    # The broker took it after refusing an earlier message of its key: only
+                    # possible with more than one message of a key in flight.
+                    logger.warning("overtaken key=%s id=%d", message.key, message.pk)
+                    outcomes.overtaken += 1
+                outcomes.sent.append(message.pk)
+            elif isinstance(answer, BrokerUnavailable):
+                outcomes.unknown.append((message, str(answer)))
+                broken = answer
+            elif isinstance(answer, MessageRejected):
+                outcomes.dead.append((message, str(answer)))
+            else:
+                outcomes.retry.append((message, str(answer)))
+                stopped.add(message.key)
+        for message in wave[len(answers) :]:  # never sent: the connection broke before it
+            outcomes.untried.append(message.pk)
+        return broken
 
     def _send_one(self, message: Outgoing) -> Result | None:
         try:
@@ -174,20 +203,22 @@ class Relay:
 
 
 def _wave(
-    pending: list[OutboxMessage], stopped: set[str], outcomes: Outcomes
+    pending: list[OutboxMessage], stopped: set[str], outcomes: Outcomes, per_key: int
 ) -> tuple[list[OutboxMessage], list[OutboxMessage]]:
-    """Split off the next wave: the first message of each key (keyless ones all go), at most
-    PIPELINE; messages of a stopped key are left untried. Both parts stay in id order."""
+    """Split off the next wave: at most ``per_key`` messages of each key (keyless ones all
+    go), at most PIPELINE in all; messages of a stopped key are left untried. Both parts stay
+    in id order."""
     wave: list[OutboxMessage] = []
     rest: list[OutboxMessage] = []
-    keys: set[str] = set()
+    counts: dict[str, int] = {}
     for message in pending:
-        if message.key and message.key in stopped:
+        key = message.key
+        if key and key in stopped:
             outcomes.untried.append(message.pk)
-        elif len(wave) >= PIPELINE or (message.key and message.key in keys):
+        elif len(wave) >= PIPELINE or (key and counts.get(key, 0) >= per_key):
             rest.append(message)
         else:
-            keys.add(message.key)
+            counts[key] = counts.get(key, 0) + 1
             wave.append(message)
     return wave, rest
 

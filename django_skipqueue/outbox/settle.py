@@ -26,6 +26,8 @@ class Outcomes:
     #: Published but unconfirmed when the connection broke: may have reached the broker.
     unknown: list[tuple[OutboxMessage, str]] = field(default_factory=list)
     untried: list[int] = field(default_factory=list)
+    #: Confirmed after an earlier message of its key was refused (more than one in flight).
+    overtaken: int = 0
 
 
 def mark_claimed(using: str, ids: Sequence[int], token: str, relay: str, partition: int) -> int:

@@ -30,6 +30,8 @@ class OutboxStatus:
     sent_by_live_relays: int
     #: Mean confirm latency per message of the live relays' last rounds, in milliseconds.
     confirm_ms: float | None
+    #: Messages per second the live relays sent between their last two heartbeats.
+    publish_rate: float
     approximate: list[str]
 
     def as_dict(self) -> dict[str, Any]:
@@ -39,7 +41,8 @@ class OutboxStatus:
         return (
             f"outbox: {self.pending} pending, {self.retry} retrying, {self.dead} dead letters; "
             f"oldest unsent {format_seconds(self.oldest_unsent_age)}; "
-            f"relays: {self.relays_live} live, {self.relays_stale} stale"
+            f"relays: {self.relays_live} live, {self.relays_stale} stale; "
+            f"publishing {self.publish_rate:.1f} msg/s"
         )
 
 
@@ -65,7 +68,7 @@ def outbox_status(using: str) -> OutboxStatus | None:
     relays = OutboxRelay.objects.using(using).filter(stopped_at__isnull=True)
     horizon = DatabaseNowPlus(-settings.WORKER_STALE_SECONDS)
     live = relays.filter(last_heartbeat_at__gte=horizon)
-    figures = live.aggregate(sent=Sum("sent"), confirm=Avg("confirm_ms"))
+    figures = live.aggregate(sent=Sum("sent"), confirm=Avg("confirm_ms"), rate=Sum("publish_rate"))
     return OutboxStatus(
         pending=counts[MessageStatus.PENDING].value,
         retry=counts[MessageStatus.RETRY].value,
@@ -75,6 +78,7 @@ def outbox_status(using: str) -> OutboxStatus | None:
         relays_stale=relays.filter(last_heartbeat_at__lt=horizon).count(),
         sent_by_live_relays=figures["sent"] or 0,
         confirm_ms=figures["confirm"],
+        publish_rate=figures["rate"] or 0.0,
         approximate=[status for status, count in counts.items() if count.approximate],
     )
 

@@ -23,16 +23,23 @@ def test_status_json_shows_depth_age_dead_letters_and_relays(manage_py, child_en
     OutboxMessage.objects.filter(pk=OutboxMessage.objects.order_by("id")[0].pk).update(
         status=MessageStatus.DEAD
     )
-    OutboxRelay.objects.create(name="relay-1", hostname="h", pid=1, broker="amqp://x", sent=7)
+    OutboxRelay.objects.create(
+        name="relay-1", hostname="h", pid=1, broker="amqp://x", sent=7, publish_rate=12.5
+    )
+    OutboxRelay.objects.create(
+        name="relay-2", hostname="h", pid=2, broker="amqp://x", sent=3, publish_rate=2.5
+    )
 
     done = run(manage_py, child_env, "skipqueue_status", "--json")
     outbox = json.loads(done.stdout)["outbox"]
     assert (outbox["pending"], outbox["retry"], outbox["dead"]) == (2, 0, 1)
     assert outbox["oldest_unsent_age"] is not None and 0 <= outbox["oldest_unsent_age"] < 60
-    assert (outbox["relays_live"], outbox["sent_by_live_relays"]) == (1, 7)
+    assert (outbox["relays_live"], outbox["sent_by_live_relays"]) == (2, 10)
+    assert outbox["publish_rate"] == 15.0
 
     text = run(manage_py, child_env, "skipqueue_status").stdout
     assert "outbox: 2 pending, 0 retrying, 1 dead letters" in text
+    assert "publishing 15.0 msg/s" in text
 
 
 def test_health_fails_with_status_6_when_an_unsent_message_is_too_old(manage_py, child_env):

@@ -59,13 +59,16 @@ class PrivateNats:
 class PrivateRabbitMQ:
     """A RabbitMQ node of its own (``rabbitmq-server -detached``), stopped with rabbitmqctl."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: str = "") -> None:
+        """``config``: more lines of rabbitmq.conf (limits such as ``max_message_size``)."""
         # Not under pytest's tmp_path: the rabbitmq user cannot enter root's 0700 folders.
         directory = self.directory = Path(tempfile.mkdtemp(prefix="skq-rabbitmq-"))
         self.port = free_port()
         self.node = f"skqtest{secrets.token_hex(3)}@localhost"
         (directory / "enabled_plugins").write_text("[].\n")
-        (directory / "rabbitmq.conf").write_text(f"listeners.tcp.local = 127.0.0.1:{self.port}\n")
+        (directory / "rabbitmq.conf").write_text(
+            f"listeners.tcp.local = 127.0.0.1:{self.port}\n{config}"
+        )
         # The server runs as the rabbitmq user when started by root.
         shutil.chown(directory, "rabbitmq")
         for path in directory.iterdir():

@@ -1,4 +1,4 @@
-"""NATS JetStream with nats-py: publish with an ack, Nats-Msg-Id for JetStream's dedup window."""
+"""NATS JetStream with nats-py: acks awaited together, Nats-Msg-Id for JetStream's dedup window."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from . import Outgoing, Result
 
 logger = logging.getLogger(__name__)
 
-#: Seconds to wait for JetStream's ack of one message.
+#: Seconds to wait for JetStream's acks of one batch.
 ACK_TIMEOUT = 10.0
 
 
@@ -51,37 +51,78 @@ class NatsTransport:
                 raise BrokerUnavailable(f"no JetStream stream captures {subject}.>") from error
 
     def send(self, message: Outgoing) -> None:
-        if self._client is None or not self._client.is_connected:
-            raise BrokerUnavailable("NATS connection is closed")
-        subject = f"{message.destination}.{message.key}" if message.key else message.destination
-        headers = {**message.headers, "Nats-Msg-Id": message.message_id}
-        try:
-            self._run(self._js.publish(subject, message.body, headers=headers))
-        except (nats.errors.NoRespondersError, nats.js.errors.NoStreamResponseError) as error:
-            raise MessageRejected(f"no JetStream stream captures {subject!r}") from error
-        except nats.errors.MaxPayloadError as error:
-            raise MessageRejected(f"over the server's max_payload: {error}") from error
-        except nats.js.errors.APIError as error:
-            raise MessageNotConfirmed(f"JetStream refused {subject!r}: {error}") from error
-        except Exception as error:
-            if self._client is not None and self._client.is_connected:
-                raise MessageNotConfirmed(f"no ack from JetStream: {error!r}") from error
-            self.close()
-            raise BrokerUnavailable(f"NATS connection lost: {error!r}") from error
+        result = self.send_many([message])[0]
+        if result is not None:
+            raise result
 
     def send_many(self, messages: Sequence[Outgoing]) -> list[Result | None]:
-        """Publish one message after the other, each with its ack."""
-        results: list[Result | None] = []
+        """Publish ``messages`` in order, each with its reply subject, then await their acks
+        together: JetStream stores a connection's messages in the order they arrive."""
+        if self._client is None or not self._client.is_connected:
+            return [BrokerUnavailable("NATS connection is closed")]
+        try:
+            answers: list[Result | None] = self._run(self._send_all(messages))
+        except BrokerUnavailable as error:
+            self.close()
+            return [error]
+        if any(isinstance(answer, BrokerUnavailable) for answer in answers):
+            self.close()
+        return answers
+
+    async def _send_all(self, messages: Sequence[Outgoing]) -> list[Result | None]:
+        answers: list[Result | asyncio.Future[Any] | None] = []
         for message in messages:
             try:
-                self.send(message)
-            except (MessageRejected, MessageNotConfirmed) as error:
-                results.append(error)
+                answers.append(await self._publish(message))
             except BrokerUnavailable as error:
-                return [*results, error]  # the rest were never sent
-            else:
-                results.append(None)
-        return results
+                answers.append(error)
+                break  # the rest are never sent
+        futures = [a for a in answers if isinstance(a, asyncio.Future)]
+        if futures:
+            await asyncio.wait(futures, timeout=ACK_TIMEOUT)
+        return [self._answer(a) if isinstance(a, asyncio.Future) else a for a in answers]
+
+    async def _publish(self, message: Outgoing) -> asyncio.Future[Any] | Result:
+        """Hand ``message`` to the connection; return the future of its ack, or its refusal."""
+        subject = f"{message.destination}.{message.key}" if message.key else message.destination
+        if len(message.body) > self._client.max_payload:
+            return MessageRejected(
+                f"over the server's max_payload ({len(message.body)} > "
+                f"{self._client.max_payload} bytes)"
+            )
+        headers = {**message.headers, "Nats-Msg-Id": message.message_id}
+        waiting = set(self._futures())
+        try:
+            future: asyncio.Future[Any] = await self._js.publish_async(
+                subject, message.body, headers=headers, wait_stall=ACK_TIMEOUT
+            )
+        except Exception as error:
+            # Refused before it left: its future will never be answered.
+            for orphan in set(self._futures()) - waiting:
+                orphan.cancel()
+            if self._client is not None and self._client.is_connected:
+                return MessageNotConfirmed(f"NATS refused {subject!r}: {error!r}")
+            raise BrokerUnavailable(f"NATS connection lost: {error!r}") from error
+        return future
+
+    def _futures(self) -> list[asyncio.Future[Any]]:
+        """The acks nats-py still waits for (its own table, to cancel the orphan of a refusal)."""
+        return list(getattr(self._js, "_publish_async_futures", {}).values())
+
+    def _answer(self, future: asyncio.Future[Any]) -> Result | None:
+        if not future.done():
+            future.cancel()
+            if self._client is not None and self._client.is_connected:
+                return MessageNotConfirmed(f"no ack from JetStream in {ACK_TIMEOUT:g}s")
+            return BrokerUnavailable("NATS connection lost before the ack")
+        error = future.exception()
+        if error is None:
+            return None
+        if isinstance(error, nats.errors.NoRespondersError | nats.js.errors.NoStreamResponseError):
+            return MessageRejected("no JetStream stream captures the subject")
+        if isinstance(error, nats.js.errors.APIError):
+            return MessageNotConfirmed(f"JetStream refused it: {error}")
+        return MessageNotConfirmed(f"no ack from JetStream: {error!r}")
 
     def keepalive(self) -> None:
         """Let the client answer the server's pings while the relay waits."""

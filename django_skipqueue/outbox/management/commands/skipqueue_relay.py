@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from argparse import ArgumentParser
 from typing import Any
 
@@ -10,8 +11,12 @@ from django.db import DEFAULT_DB_ALIAS
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.exceptions import BrokerUnavailable
+from django_skipqueue.management.arguments import database_named, url_with_scheme
 from django_skipqueue.outbox.process import RelayProcess
-from django_skipqueue.outbox.transports import redact
+from django_skipqueue.outbox.transports import SCHEMES, redact
+
+#: The argument type of --broker, and the check of SKIPQUEUE_OUTBOX_BROKER_URL.
+broker_url = url_with_scheme(SCHEMES)
 
 
 class Command(BaseCommand):
@@ -24,6 +29,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--broker",
             metavar="URL",
+            type=broker_url,
             help="Broker URL, amqp://... or nats://... (default: SKIPQUEUE_OUTBOX_BROKER_URL).",
         )
         parser.add_argument(
@@ -34,17 +40,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--database",
             default=DEFAULT_DB_ALIAS,
+            metavar="ALIAS",
             help="Database alias of the outbox table (default: %(default)r).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        url = options["broker"] or get_settings().OUTBOX_BROKER_URL
-        if not url:
-            raise CommandError("No broker: pass --broker or set SKIPQUEUE_OUTBOX_BROKER_URL.")
-        try:
-            relay = RelayProcess(options["database"], url, burst=options["burst"])
-        except ValueError as error:
-            raise CommandError(str(error)) from error
+        url = options["broker"] or _setting_url()
+        relay = RelayProcess(database_named(options["database"]), url, burst=options["burst"])
         self.stderr.write(f"relay {relay.name} publishing to {redact(url)}")
         try:
             totals = relay.run()
@@ -54,3 +56,14 @@ class Command(BaseCommand):
             f"sent {totals.sent}, retried {totals.retried}, dead letters {totals.dead}, "
             f"resent after an unsettled claim {totals.resent}"
         )
+
+
+def _setting_url() -> str:
+    """SKIPQUEUE_OUTBOX_BROKER_URL, checked like --broker; CommandError if unusable."""
+    url = get_settings().OUTBOX_BROKER_URL
+    if not url:
+        raise CommandError("No broker: pass --broker or set SKIPQUEUE_OUTBOX_BROKER_URL.")
+    try:
+        return broker_url(url)
+    except argparse.ArgumentTypeError as error:
+        raise CommandError(f"SKIPQUEUE_OUTBOX_BROKER_URL {error}") from None
