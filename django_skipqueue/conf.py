@@ -53,6 +53,10 @@ class SkipQueueSettings:
     WAKEUP_FANOUT: int | None = 4
     #: Restart delay of a worker process that keeps dying doubles up to this many seconds.
     RESTART_BACKOFF_MAX: float = 30.0
+    #: Longest wait, in seconds, of the workers' and the supervisor's own queue queries on
+    #: the network (connect, read, write: mysqlclient's timeouts) before the connection is
+    #: given up; None: the driver's defaults (a silent partition then hangs for hours).
+    DATABASE_TIMEOUT: float | None = 30.0
 
     # Maintenance (reaper, promotion, purge, status and health).
     #: Seconds between reaper passes (expired leases) in runworkers and skipqueue_reap.

@@ -12,7 +12,8 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 install_system_packages() {
     local wanted=(pkg-config libmariadb-dev gcc)
     # prometheus: the metrics tests start the binary on a port of their own (never the service).
-    [[ "$EXTRAS" == *test* ]] && wanted+=(chromium faketime prometheus)
+    # iproute2, nftables: the multi-host rig (network namespaces, tc netem, nft drop rules).
+    [[ "$EXTRAS" == *test* ]] && wanted+=(chromium faketime prometheus iproute2 nftables)
     local missing=()
     for pkg in "${wanted[@]}"; do
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

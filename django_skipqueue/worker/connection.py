@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import random
 from collections.abc import Iterator
+from typing import Any
 
 from django.db import Error, connections
 
+from django_skipqueue.conf import get_settings
 from django_skipqueue.db.outage import is_unreachable, outage
 
 logger = logging.getLogger("django_skipqueue.worker")
@@ -17,6 +20,8 @@ logger = logging.getLogger("django_skipqueue.worker")
 MAX_DATABASE_PAUSE = 5.0
 #: How long worker processes keep a connection when DATABASES says CONN_MAX_AGE=0.
 WORKER_CONN_MAX_AGE = 600
+#: mysqlclient's options that bound a connection's waits on the network, in whole seconds.
+NETWORK_TIMEOUTS = ("connect_timeout", "read_timeout", "write_timeout")
 
 
 class DatabaseBackoff:
@@ -64,3 +69,38 @@ def connections_kept_open() -> Iterator[None]:
     finally:
         for settings_dict in changed:
             settings_dict["CONN_MAX_AGE"] = 0
+
+
+def bound_network_waits(using: str) -> dict[str, int]:
+    """Give this thread's connection to ``using`` the timeouts of SKIPQUEUE_DATABASE_TIMEOUT.
+
+    A host whose network drops packets silently (a partition, a firewall that forgets the
+    connection) leaves a query waiting until the kernel gives up on the TCP connection, which
+    takes about fifteen minutes, hours for a read that nothing acknowledges. The worker's
+    and the supervisor's own queries are short, so their connection gets timeouts that
+    DATABASES' ``OPTIONS`` did not set, and a partitioned worker notices within that bound.
+    Only the calling thread's connection changes: job code runs on other threads, on
+    connections that keep DATABASES' options, since its queries may rightly run longer.
+
+    Returns the options added (none on other databases than MySQL/MariaDB, or when the
+    setting is None).
+    """
+    seconds = get_settings().DATABASE_TIMEOUT
+    wrapper = connections[using]
+    if seconds is None or wrapper.vendor != "mysql":
+        return {}
+    options = wrapper.settings_dict.get("OPTIONS") or {}
+    added = {name: max(1, math.ceil(seconds)) for name in NETWORK_TIMEOUTS if name not in options}
+    if added and not getattr(wrapper, "skipqueue_network_waits", None):
+        plain = wrapper.get_connection_params
+
+        def with_timeouts() -> dict[str, Any]:
+            params = plain()
+            for name, value in added.items():
+                params.setdefault(name, value)
+            return params
+
+        wrapper.get_connection_params = with_timeouts  # type: ignore[method-assign]
+        setattr(wrapper, "skipqueue_network_waits", added)  # noqa: B010 - once per connection
+        wrapper.close()  # a connection opened before has no timeouts: the next one will
+    return added

@@ -27,7 +27,11 @@ from django_skipqueue.tasks import resolve_task
 from django_skipqueue.wakeup import Waker
 from django_skipqueue.worker import heartbeat, recording
 from django_skipqueue.worker.claimer import Claimer
-from django_skipqueue.worker.connection import DatabaseBackoff, connections_kept_open
+from django_skipqueue.worker.connection import (
+    DatabaseBackoff,
+    bound_network_waits,
+    connections_kept_open,
+)
 from django_skipqueue.worker.executor import Executor, Outcome, Running, timed_out
 from django_skipqueue.worker.heartbeat import clock_offset, resident_megabytes
 from django_skipqueue.worker.held import Holdings
@@ -82,6 +86,7 @@ class Worker:
         """Work until stopped (signal, burst drained, recycle); return the exit code."""
         try:
             with self.stopping.signals_handled(), connections_kept_open():
+                bound_network_waits(self.using)
                 if self._start():
                     try:
                         while not self._done():

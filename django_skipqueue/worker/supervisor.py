@@ -29,6 +29,7 @@ from django_skipqueue.models.worker import WorkerRole
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.wakeup import Waker
 from django_skipqueue.worker import heartbeat, recording
+from django_skipqueue.worker.connection import bound_network_waits
 from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
 from django_skipqueue.worker.owner import new_token, owner_id
@@ -122,6 +123,7 @@ class Supervisor:
                 self.endpoint.stop()
 
     def _supervise(self) -> int:
+        bound_network_waits(self.using)  # the reaper's queries too: see worker.connection
         self._database(lambda: heartbeat.register(self.owner, WorkerRole.SUPERVISOR, self.options))
         logger.info(
             "runworkers starting version=%s supervisor=%s processes=%s %s",

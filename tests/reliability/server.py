@@ -36,8 +36,10 @@ SERVER_OPTIONS = (
 class PrivateMariaDB:
     """One ``mariadbd`` child process on its own port and data directory."""
 
-    def __init__(self, base: Path | None = None) -> None:
+    def __init__(self, base: Path | None = None, host: str = "127.0.0.1") -> None:
         self.base = base or Path(tempfile.mkdtemp(prefix="skipqueue-mariadb-"))
+        #: The address it listens on (the multi-host rig: its bridge's address).
+        self.host = host
         self.data = self.base / "data"
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -55,7 +57,7 @@ class PrivateMariaDB:
             )  # fmt: skip
         command = [
             "mariadbd", "--no-defaults", "--user=root", f"--datadir={self.data}",
-            f"--port={self.port}", f"--socket={self.base / 'sock'}", "--bind-address=127.0.0.1",
+            f"--port={self.port}", f"--socket={self.base / 'sock'}", f"--bind-address={self.host}",
             f"--pid-file={self.base / 'pid'}", f"--log-error={self.base / 'err.log'}",
             *SERVER_OPTIONS,
         ]  # fmt: skip
@@ -98,7 +100,7 @@ class PrivateMariaDB:
 
     def connect(self, database: str | None = None, **options: Any) -> Any:
         """Open a plain MySQLdb connection (autocommit) for control and checks."""
-        kwargs: dict[str, Any] = {"host": "127.0.0.1", "port": self.port, "user": "root"}
+        kwargs: dict[str, Any] = {"host": self.host, "port": self.port, "user": "root"}
         if database:
             kwargs["database"] = database
         connection = MySQLdb.connect(**kwargs, **options)
@@ -107,7 +109,7 @@ class PrivateMariaDB:
 
     def url(self, database: str, port: int | None = None) -> str:
         """A DATABASE_URL for Django processes (``port``: a proxy in front of this server)."""
-        return f"mysql://root@127.0.0.1:{port or self.port}/{database}"
+        return f"mysql://root@{self.host}:{port or self.port}/{database}"
 
     def status(self, name: str) -> int:
         """Return a global status counter (Innodb_deadlocks, Innodb_row_lock_waits, ...)."""
