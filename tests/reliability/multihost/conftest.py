@@ -90,11 +90,17 @@ class Hosts:
     def env(self, **settings: Any) -> dict[str, str]:
         return child_env(self.server.url(DATABASE), **settings)
 
-    def start(self, host: netrig.Host, env: dict[str, str], *args: str) -> Supervisor:
-        """``runworkers`` on ``host`` (``ip netns exec`` execs it: the pid is the supervisor's)."""
+    def start(
+        self, host: netrig.Host, env: dict[str, str], *args: str, wrapper: tuple[str, ...] = ()
+    ) -> Supervisor:
+        """``runworkers`` on ``host``, under ``wrapper`` (``faketime``) if given.
+
+        ``ip netns exec`` execs its command: without a wrapper the pid is the supervisor's;
+        a wrapper such as ``faketime`` forks it (``Supervisor.pid`` finds the child).
+        """
         log = self.logs / f"host{host.index}.log"
-        supervisor = Supervisor(env, log, *args, prefix=host.prefix())
-        supervisor.wrapped = False
+        supervisor = Supervisor(env, log, *args, prefix=(*host.prefix(), *wrapper))
+        supervisor.wrapped = bool(wrapper)
         self.started[host.index] = supervisor
         return supervisor
 
@@ -112,7 +118,7 @@ class Hosts:
                 "SELECT w.owner FROM skipqueue_worker w JOIN skipqueue_worker s "
                 "ON w.supervisor = s.owner WHERE s.pid = %s AND s.stopped_at IS NULL "
                 "AND w.stopped_at IS NULL",
-                [supervisor.process.pid],
+                [supervisor.pid],
             )
             return [owner for (owner,) in rows]
 
