@@ -22,6 +22,7 @@ from . import partitions
 from .models import OutboxRelay
 from .relay import Relay, Round
 from .transports import Transport, redact, transport_for
+from .wakeup import named_partitions
 
 logger = logging.getLogger("django_skipqueue.outbox.relay")
 
@@ -57,6 +58,8 @@ class RelayProcess:
         self._transport: Transport = transport_for(broker_url)
         self._relay = Relay(using, self._transport, self.name)
         self._failures = 0
+        #: Partitions the last wake-up named, for the next round.
+        self._hint: frozenset[int] | None = None
         #: When the last heartbeat was written, and the messages sent by then.
         self._last_beat = (time.monotonic(), 0)
 
@@ -78,7 +81,10 @@ class RelayProcess:
 
     def _loop(self) -> None:
         while not self._stop:
-            done = self._round()
+            hint = self._next_hint()
+            done = self._round(hint)
+            if hint and done is not None and not done.busy:
+                continue  # the named partitions were taken or sent already: look everywhere
             if time.monotonic() - self._last_beat[0] >= get_settings().HEARTBEAT_SECONDS:
                 self._beat(done)
             if done is not None and done.busy:
@@ -91,12 +97,26 @@ class RelayProcess:
                 return
             self._idle(done is None)
 
-    def _round(self) -> Round | None:
+    def _next_hint(self) -> frozenset[int] | None:
+        """The partitions to lease first: those the last wake-up named, and any datagram since.
+
+        Datagrams that came while the relay was busy are read now, before the round reads the
+        outbox: a round without a hint covers them, and none is left to wake the relay for
+        nothing after it.
+        """
+        hint, self._hint = self._hint, None
+        since = self._waker.drain_datagrams()
+        if hint is None or not since:
+            return hint
+        more = named_partitions(since)
+        return None if more is None else hint | more
+
+    def _round(self, hint: frozenset[int] | None = None) -> Round | None:
         """Run a round; None if the broker or the database failed (the caller backs off)."""
         try:
             if self._failures:
                 self._connect(declare=False)
-            done = self._relay.run_round()
+            done = self._relay.run_round(hint)
         except BrokerUnavailable as error:
             self._failed("broker", error)
             return None
@@ -133,7 +153,9 @@ class RelayProcess:
         except BrokerUnavailable as error:
             self._failed("broker", error)
             return
-        self._waker.wait(settings.OUTBOX_IDLE_POLL_SECONDS, listen=True)
+        heard = self._waker.wait(settings.OUTBOX_IDLE_POLL_SECONDS, listen=True)
+        if heard:
+            self._hint = named_partitions(heard)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._stop = True

@@ -55,17 +55,23 @@ class Relay:
         self.name = name
         self._rounds = 0
 
-    def run_round(self) -> Round:
+    def run_round(self, hint: frozenset[int] | None = None) -> Round:
         """Run one round; raise BrokerUnavailable after settling if the connection broke.
+
+        ``hint``: partitions a wake-up datagram named, leased without looking for the
+        partitions with work first (the caller runs a plain round if this one finds nothing).
 
         Two commits a round: the claim (lease the partitions, read and stamp their messages)
         and the settlement (confirmed rows deleted, the others recorded, the leases given back).
         Publishing happens between them, in no transaction.
         """
         settings = get_settings()
-        candidates, held = partitions.free_with_work(self.using)
-        if not candidates:
-            return Round(blocked=held > 0)
+        if hint:
+            candidates = sorted(hint)
+        else:
+            candidates, held = partitions.free_with_work(self.using)
+            if not candidates:
+                return Round(blocked=held > 0)
         # Measured before the claim: the lease runs from a moment no later than this one.
         deadline = time.monotonic() + settings.OUTBOX_LEASE_SECONDS * LEASE_SHARE
         self._rounds += 1

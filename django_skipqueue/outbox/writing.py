@@ -47,7 +47,7 @@ def publish_messages(messages: Iterable[Message], using: str | None) -> list[Out
         ) from error
     from .wakeup import after_commit  # the wake-up reads the relays table
 
-    after_commit(alias)
+    after_commit(alias, {row.partition for row in rows})
     return created
 
 
