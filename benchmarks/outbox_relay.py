@@ -1,12 +1,14 @@
 """The outbox relay against a raw pika loop, and commit-to-publish latency of an idle relay.
 
-Throughput: N messages over 20 keys are written to the outbox (not timed), then published by
-1 or 4 relays (``skipqueue_relay --burst`` processes, timed from start to an empty outbox);
-the raw reference publishes the same bodies and properties (persistent, mandatory, message_id,
-headers) with pika in 1 or 4 processes, with publisher confirms, the one confirm mode pika's
-BlockingConnection offers (each publish waits for its confirm). Both run interleaved, on a
-RabbitMQ vhost of their own, into one durable queue. Latency: one idle relay; messages written
-one per transaction, a little apart; the time from the commit's return to a consumer's receipt.
+Throughput: 1 or 4 ``skipqueue_relay`` processes are started and left idle; N messages over 20
+keys are then committed to the outbox in one transaction, and the run is timed from the commit
+to an empty outbox. The raw reference publishes the same bodies and properties (persistent,
+mandatory, message_id, headers) with pika from 1 or 4 connected processes, timed from a common
+start signal to the last confirm, with publisher confirms in batches of 256 (publish a batch,
+then wait for its confirms), the relay's wave size. Neither figure includes a process start.
+Both run interleaved, on a RabbitMQ vhost of their own, into one durable queue.
+Latency: one idle relay; messages written one per transaction, a little apart; the time from
+the commit's return to a consumer's receipt.
 Write cost: a transaction with one publish() against one with one enqueue().
 
     DATABASE_URL=mysql://root@127.0.0.1:3306/skq_bench_outbox python -m benchmarks.outbox_relay
@@ -57,13 +59,23 @@ def main() -> None:
     setup_django()
     from tests.support.brokers import rabbitmq_vhost
 
+    loads = {"start": os.getloadavg()[0]}
     with rabbitmq_vhost() as url:
         declare(url)
         throughput = measure_throughput(url, args.messages, args.reps)
+        loads["after_throughput"] = os.getloadavg()[0]
         latency = measure_latency(url, args.latency_messages)
+        loads["after_latency"] = os.getloadavg()[0]
     writes = measure_writes(2000)
-    result = {"messages": args.messages, "reps": args.reps, "throughput": throughput,
-              "latency_ms": latency, "write_us": writes}  # fmt: skip
+    result = {
+        "messages": args.messages,
+        "reps": args.reps,
+        "keys": KEYS,
+        "throughput": throughput,
+        "latency_ms": latency,
+        "write_us": writes,
+        "load_average": loads,
+    }
     RAW.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(summary(result), indent=2))
 
