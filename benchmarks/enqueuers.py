@@ -48,9 +48,8 @@ def _django_task_single() -> None:
 
 
 def _ours_bulk(count: int) -> None:
-    from django.tasks import task_backends
-
     from benchmarks.tasks import noop
+    from django_skipqueue.compat import task_backends
 
     task_backends["default"].enqueue_many([(noop, (), {})] * count)  # type: ignore[attr-defined]
 

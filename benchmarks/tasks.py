@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from django.tasks import task
-
 from benchmarks.jobs import noop_function, probe_function
+from django_skipqueue.tasks import task
 
 
 @task

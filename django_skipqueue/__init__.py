@@ -4,6 +4,7 @@ Stable import paths (everything else is internal and may move):
 
 - ``django_skipqueue.backend.SkipQueueBackend``: the ``TASKS`` backend.
 - ``django_skipqueue.tasks.SkipQueueTask``: the task class with this backend's options.
+- ``django_skipqueue.tasks.task``: ``@task`` with those options on every supported Django.
 - ``django_skipqueue.context``: ``JobContext``, ``is_cancel_requested``.
 - ``django_skipqueue.exceptions``: every exception the queue raises or records.
 - ``django_skipqueue.models``: ``Job``, ``JobStatus`` and the other tables.

@@ -17,11 +17,15 @@ class SkipQueueConfig(AppConfig):
 
     def ready(self) -> None:
         from django_skipqueue.checks import check_binlog_format
+        from django_skipqueue.compat import ensure_backport_loaded
         from django_skipqueue.setting_checks import check_settings
+        from django_skipqueue.version_checks import check_versions
 
         require_tasks_setting()
+        ensure_backport_loaded()
         checks.register(check_settings)
         checks.register(check_binlog_format, checks.Tags.database)
+        checks.register(check_versions)
 
 
 def require_tasks_setting() -> None:

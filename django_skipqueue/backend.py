@@ -8,13 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.checks import CheckMessage
-from django.tasks import DEFAULT_TASK_QUEUE_NAME, Task, TaskResult
-from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
 from django_skipqueue import checks, setting_checks
+from django_skipqueue.compat import (
+    DEFAULT_TASK_QUEUE_NAME,
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    task_enqueued,
+)
 from django_skipqueue.conf import get_settings
 from django_skipqueue.exceptions import AppNotInstalled, InvalidQueueName, InvalidTaskOption
 from django_skipqueue.tasks import SkipQueueTask, resolve_task

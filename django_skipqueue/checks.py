@@ -152,9 +152,8 @@ def check_shared_database(backend: SkipQueueBackend) -> list[CheckMessage]:
 
 def _skipqueue_aliases() -> list[tuple[str, str]]:
     """(alias, database alias) of each SkipQueueBackend in TASKS, in settings order."""
-    from django.tasks import task_backends
-
     from django_skipqueue.backend import SkipQueueBackend
+    from django_skipqueue.compat import task_backends
 
     found = []
     for alias in task_backends.settings:

@@ -17,8 +17,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from django.tasks import TaskContext
-
+from django_skipqueue.compat import TaskContext
 from django_skipqueue.exceptions import JobCancelled
 
 

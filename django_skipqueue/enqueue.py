@@ -9,9 +9,9 @@ from typing import Any
 from django.db import IntegrityError, connections, transaction
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
-from django.tasks import Task
 from django.utils import timezone
 
+from django_skipqueue.compat import Task
 from django_skipqueue.conf import SkipQueueSettings, get_settings
 from django_skipqueue.db.bulkinsert import insert_rows
 from django_skipqueue.db.transactions import retry_whole_transaction

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import CommandError
-from django.tasks.exceptions import InvalidTask
+
+from django_skipqueue.compat import InvalidTask
 
 
 class SkipQueueError(Exception):

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from django.tasks import task_backends
-from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.exceptions import InvalidTaskBackend
-
+from django_skipqueue.compat import BaseTaskBackend, InvalidTaskBackend, task_backends
 from django_skipqueue.exceptions import InvalidQueueName
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from django.tasks import Task, TaskResult, TaskResultStatus
-from django.tasks.base import TaskError
-
+from django_skipqueue.compat import Task, TaskError, TaskResult, TaskResultStatus
 from django_skipqueue.models import Job, JobStatus
 
 TASK_STATUS = {

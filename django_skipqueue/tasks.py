@@ -1,4 +1,5 @@
-"""The Task class of this backend (per-task options) and safe resolution of stored task paths."""
+"""The Task class of this backend (per-task options), its ``@task`` decorator for every supported
+Django, and safe resolution of stored task paths."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from django.tasks import Task
+from django_skipqueue.compat import Task
 
+# Re-exported: ``from django_skipqueue.tasks import task`` on every supported Django.
+from django_skipqueue.decorator import task as task
 from django_skipqueue.exceptions import InvalidTaskOption, TaskNotFound
 from django_skipqueue.states import RetryPolicy
 
@@ -24,7 +27,8 @@ DECORATOR_ONLY = frozenset(
 class SkipQueueTask(Task):
     """A ``django.tasks.Task`` with the options this backend understands.
 
-    Set them with ``@task(max_attempts=3, timeout=30)`` or per call with
+    Set them with ``@task(max_attempts=3, timeout=30)`` (``django_skipqueue.tasks.task`` on every
+    supported Django; ``django.tasks.task`` on 6.1 too) or per call with
     ``my_task.using(idempotency_key="order-42").enqueue(...)``, except those of
     DECORATOR_ONLY, which the worker reads from the task itself. None means "the default".
     """

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin, messages
-from django.contrib.admin import ActionLocation, helpers
+from django.contrib import messages
+from django.contrib.admin import helpers
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from django_skipqueue.admin import operations
+from django_skipqueue.admin.compat import ActionLocation, action
 from django_skipqueue.admin.listing import COUNT_CAP
 from django_skipqueue.admin.operations import JobQuery, Recorder, Report
 from django_skipqueue.models import Job
@@ -23,7 +24,7 @@ from django_skipqueue.models import Job
 BOTH = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
 
 
-@admin.action(
+@action(
     permissions=["retry"],
     description="Retry this failed job",
     description_plural="Retry selected failed jobs",
@@ -43,7 +44,7 @@ def retry_failed(model_admin: Any, request: HttpRequest, queryset: JobQuery) -> 
         )
 
 
-@admin.action(
+@action(
     permissions=["cancel"],
     description="Cancel this waiting job",
     description_plural="Cancel selected waiting jobs",
@@ -62,7 +63,7 @@ def cancel_waiting(model_admin: Any, request: HttpRequest, queryset: JobQuery) -
     )
 
 
-@admin.action(
+@action(
     permissions=["cancel"],
     description="Request cancellation of this running job",
     description_plural="Request cancellation of selected running jobs",
@@ -77,7 +78,7 @@ def request_cancellation(model_admin: Any, request: HttpRequest, queryset: JobQu
     )
 
 
-@admin.action(permissions=["delete"], description="Delete selected finished jobs")
+@action(permissions=["delete"], description="Delete selected finished jobs")
 def delete_finished(
     model_admin: Any, request: HttpRequest, queryset: JobQuery
 ) -> HttpResponse | None:

@@ -13,7 +13,6 @@ from django.contrib import messages
 from django.contrib.admin.models import ADDITION, DELETION, LogEntry
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.tasks.exceptions import InvalidTask
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
@@ -22,6 +21,7 @@ from django_skipqueue import pausing
 from django_skipqueue.admin import charts
 from django_skipqueue.admin.figures import Dashboard, gather
 from django_skipqueue.admin.scope import admin_database
+from django_skipqueue.compat import InvalidTask
 from django_skipqueue.conf import get_settings
 from django_skipqueue.durations import format_seconds
 from django_skipqueue.models import QueuePause

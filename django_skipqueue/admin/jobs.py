@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.contrib.admin import ActionLocation
 from django.contrib.admin.views.main import ChangeList
 from django.http import HttpRequest
 from django.urls import URLPattern
 from django.utils.safestring import SafeString
 
 from django_skipqueue.admin import actions, columns, detail
+from django_skipqueue.admin.compat import ACTIONS_ON_CHANGE_FORM, ActionLocation
 from django_skipqueue.admin.dashboard import dashboard_urls
 from django_skipqueue.admin.listing import (
     TASK_SCAN_WINDOW,
@@ -108,7 +108,12 @@ class JobAdmin(admin.ModelAdmin):
     def get_actions(
         self, request: HttpRequest, action_location: ActionLocation = ActionLocation.CHANGE_LIST
     ) -> dict[str, Any]:
-        found = super().get_actions(request, action_location)
+        # Django 6.1 asks per ActionLocation (and warns about an override without it); older
+        # versions know only the list.
+        if ACTIONS_ON_CHANGE_FORM:
+            found = super().get_actions(request, action_location)
+        else:
+            found = super().get_actions(request)
         found.pop("delete_selected", None)  # deletes any state; delete_finished guards it
         return found
 

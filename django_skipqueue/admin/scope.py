@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.tasks import DEFAULT_TASK_BACKEND_ALIAS, task_backends
-
 from django_skipqueue.backend import SkipQueueBackend
+from django_skipqueue.compat import DEFAULT_TASK_BACKEND_ALIAS, task_backends
 
 
 @dataclass(frozen=True)

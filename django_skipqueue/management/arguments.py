@@ -16,10 +16,9 @@ from urllib.parse import urlsplit
 
 from django.core.management.base import CommandError
 from django.db import connections
-from django.tasks import task_backends
-from django.tasks.exceptions import InvalidTaskBackend
 
 from django_skipqueue.backend import SkipQueueBackend
+from django_skipqueue.compat import InvalidTaskBackend, task_backends
 from django_skipqueue.durations import parse_duration
 
 __all__ = [

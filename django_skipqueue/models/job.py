@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.db import models
-from django.tasks import DEFAULT_TASK_QUEUE_NAME
-from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 
+from django_skipqueue.compat import DEFAULT_TASK_QUEUE_NAME, TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 from django_skipqueue.managers import JobManager
 from django_skipqueue.states import FINISHED_STATUSES, KEYED_STATUSES, JobStatus
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import hmac
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
-from django.tasks import task_backends
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from django_skipqueue.backend import SkipQueueBackend
+from django_skipqueue.compat import task_backends
 from django_skipqueue.conf import get_settings
 
 

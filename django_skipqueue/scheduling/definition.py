@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.tasks import DEFAULT_TASK_BACKEND_ALIAS, Task, task_backends
-from django.tasks.exceptions import InvalidTask
 from django.utils.text import slugify
+
+from django_skipqueue.compat import DEFAULT_TASK_BACKEND_ALIAS, InvalidTask, Task, task_backends
 
 from ..conf import get_settings
 from ..durations import parse_duration

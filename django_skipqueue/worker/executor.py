@@ -19,11 +19,9 @@ from inspect import iscoroutinefunction
 from typing import Any
 
 from django.db import Error, close_old_connections, connections, transaction
-from django.tasks import Task, TaskResult
-from django.tasks.signals import task_started
-from django.utils.json import normalize_json
 
 from django_skipqueue import transitions
+from django_skipqueue.compat import Task, TaskResult, normalize_json, task_started
 from django_skipqueue.context import JobContext
 from django_skipqueue.db.transactions import retry_whole_transaction
 from django_skipqueue.exceptions import (

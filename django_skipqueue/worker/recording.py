@@ -13,11 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
-from django.tasks import TaskResult
-from django.tasks.signals import task_finished
 from django.utils import timezone
 
 from django_skipqueue import transitions, wakeup
+from django_skipqueue.compat import TaskResult, task_finished
 from django_skipqueue.db.transactions import retry_whole_transaction, short_transaction
 from django_skipqueue.exceptions import WorkerDied, WorkerStopped
 from django_skipqueue.models import Job

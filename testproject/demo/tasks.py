@@ -6,7 +6,8 @@ import asyncio
 import random
 import time
 
-from django.tasks import TaskContext, task
+from django_skipqueue.compat import TaskContext
+from django_skipqueue.tasks import task
 
 from .models import LedgerEntry
 

@@ -7,6 +7,7 @@ from django.core import checks
 from django.db import connection
 
 from django_skipqueue.checks import check_database, check_shared_database, check_time_zone
+from django_skipqueue.compat import DUMMY_BACKEND
 
 
 def ids(messages) -> list[str]:
@@ -32,7 +33,7 @@ def test_repeatable_read_is_warned(monkeypatch):
 def test_database_without_skip_locked_is_an_error(monkeypatch):
     if connection.vendor == "sqlite":
         pytest.skip("SQLite is allowed without SKIP LOCKED")
-    monkeypatch.setattr(type(connection.features), "has_select_for_update_skip_locked", False)
+    monkeypatch.setattr(connection.features, "has_select_for_update_skip_locked", False)
     assert ids(check_database("default")) == ["django_skipqueue.E001"]
 
 
@@ -74,10 +75,11 @@ def test_the_project_passes_its_checks():
 def test_two_skipqueue_aliases_on_one_database_are_an_error(settings, monkeypatch):
     """Job rows do not record their alias: two aliases would share (and run) each other's jobs."""
     from django.conf import settings as live_settings
-    from django.tasks import task_backends
+
+    from django_skipqueue.compat import task_backends
 
     same = {"BACKEND": "django_skipqueue.backend.SkipQueueBackend"}
-    dummy = {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}
+    dummy = {"BACKEND": DUMMY_BACKEND}
     settings.TASKS = {"default": same, "dummy": dummy, "second": same}
     [error] = [m for m in checks.run_checks() if m.id == "django_skipqueue.E006"]
     assert "'default' and 'second'" in error.msg

@@ -15,6 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command, get_commands, load_command_class
 from django.test import override_settings
 
+from django_skipqueue.compat import DUMMY_BACKEND
 from django_skipqueue.management import arguments
 from tests.support import docpages
 
@@ -29,7 +30,7 @@ STANDARD_VALUES = {
     "--pythonpath": ".",
     "--verbosity": "1",
 }
-DUMMY = {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}
+DUMMY = {"BACKEND": DUMMY_BACKEND}
 
 
 def parser_of(name: str) -> argparse.ArgumentParser:

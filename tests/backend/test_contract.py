@@ -7,11 +7,10 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
-from django.tasks import TaskResultStatus
-from django.tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
 from django_skipqueue import transitions
 from django_skipqueue.backend import SkipQueueBackend
+from django_skipqueue.compat import TaskResultDoesNotExist, TaskResultMismatch, TaskResultStatus
 from django_skipqueue.models import Job
 from tests.support.tasks import async_double, echo, explode, noop
 

@@ -10,11 +10,16 @@ from datetime import datetime
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections, transaction
-from django.tasks import TaskResultStatus
-from django.tasks.exceptions import InvalidTask
-from django.tasks.signals import task_enqueued, task_finished, task_started
 
 from django_skipqueue.backend import SkipQueueBackend
+from django_skipqueue.compat import (
+    TASKS_MODULE,
+    InvalidTask,
+    TaskResultStatus,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
 from django_skipqueue.exceptions import InvalidPayload
 from django_skipqueue.models import Job
 from django_skipqueue.worker import recording
@@ -126,12 +131,12 @@ def test_signals_are_sent_by_the_configured_backend_class(settings, close_thread
 def test_a_failed_tasks_log_line_carries_its_exception(caplog, close_thread_connections):
     """Django's receiver logs sys.exc_info(): "Signal is sent inside exception handlers"."""
     result, fine = explode.enqueue("the cause of it all"), echo.enqueue()
-    with caplog.at_level(logging.INFO, logger="django.tasks"):
+    with caplog.at_level(logging.INFO, logger=TASKS_MODULE):
         run_burst_worker()
     result.refresh()
     assert result.status == TaskResultStatus.FAILED
     [failed] = [
-        r for r in caplog.records if r.name == "django.tasks" and "state=FAILED" in r.getMessage()
+        r for r in caplog.records if r.name == TASKS_MODULE and "state=FAILED" in r.getMessage()
     ]
     assert failed.levelno == logging.ERROR and failed.exc_info is not None
     assert failed.exc_info[0] is ValueError and str(failed.exc_info[1]) == "the cause of it all"

@@ -7,11 +7,10 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection, connections, transaction
-from django.tasks import TaskResultStatus, task
-from django.tasks.exceptions import InvalidTask
 from django.utils import timezone
 
 from django_skipqueue import enqueue as enqueue_module
+from django_skipqueue.compat import InvalidTask, TaskResultStatus
 from django_skipqueue.exceptions import (
     InvalidPayload,
     InvalidQueueName,
@@ -19,6 +18,7 @@ from django_skipqueue.exceptions import (
     PayloadTooLarge,
 )
 from django_skipqueue.models import Job, JobStatus
+from django_skipqueue.tasks import task
 from tests.support.tasks import echo, noop
 
 pytestmark = pytest.mark.django_db(transaction=True)

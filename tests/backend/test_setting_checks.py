@@ -10,9 +10,8 @@ import textwrap
 
 import pytest
 from django.core import checks
-from django.tasks import task_backends
-from django.tasks.exceptions import InvalidTask
 
+from django_skipqueue.compat import InvalidTask, task_backends
 from django_skipqueue.conf import SkipQueueSettings, get_settings
 from django_skipqueue.models import Job
 from django_skipqueue.setting_checks import CHECKED_ELSEWHERE, RULES

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from django.tasks import task
 
 from django_skipqueue.exceptions import InvalidTaskOption, Snooze
+from django_skipqueue.tasks import task
 from tests.support.tasks import noop
 
 

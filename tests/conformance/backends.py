@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.db import connections, transaction
-from django.tasks import Task, TaskResult
 
 from django_skipqueue.backend import SkipQueueBackend
+from django_skipqueue.compat import DUMMY_BACKEND, IMMEDIATE_BACKEND, Task, TaskResult
 from django_skipqueue.models import Job
 from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import WorkerOptions
@@ -25,8 +25,8 @@ from django_skipqueue.worker.owner import owner_id
 
 #: The backends Django's tests name, and the classes that stand in for them.
 MAPPED = {
-    "django.tasks.backends.dummy.DummyBackend": f"{__name__}.StoringBackend",
-    "django.tasks.backends.immediate.ImmediateBackend": f"{__name__}.RunningBackend",
+    DUMMY_BACKEND: f"{__name__}.StoringBackend",
+    IMMEDIATE_BACKEND: f"{__name__}.RunningBackend",
 }
 
 

@@ -58,8 +58,9 @@ def test_name(item: pytest.Item) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from django.tasks import TaskBackendHandler
     from django.utils.module_loading import import_string
+
+    from django_skipqueue.compat import TaskBackendHandler
 
     from .backends import MAPPED
 

@@ -17,9 +17,9 @@ import pytest
 from django.apps import apps
 from django.core.management import get_commands, load_command_class
 from django.core.management.base import BaseCommand
-from django.tasks import Task
 
 from django_skipqueue import conf, exceptions
+from django_skipqueue.compat import Task
 from django_skipqueue.models import JobStatus
 from django_skipqueue.tasks import SkipQueueTask
 from tests.support import docpages

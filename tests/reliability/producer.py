@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
 
 
 def bulk(task, count: int, label: str) -> int:
-    from django.tasks import task_backends
+    from django_skipqueue.compat import task_backends
 
     backend = task_backends["default"]
     for start in range(0, count, 1000):

@@ -14,8 +14,8 @@ import threading
 import time
 from pathlib import Path
 
-from django.tasks import TaskContext, task
-
+from django_skipqueue.compat import TaskContext
+from django_skipqueue.tasks import task
 from tests.support.worker_tasks import write_ledger
 
 

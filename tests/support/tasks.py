@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from django.tasks import TaskContext, task
+from django_skipqueue.compat import TaskContext
+from django_skipqueue.tasks import task
 
 
 @task

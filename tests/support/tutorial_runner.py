@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import projects
+from tests.support.django_versions import as_on_this_django
 from tests.support.docpages import Block, Directive, items
 from tests.support.reader_admin import ReaderAdmin
 from tests.support.reader_processes import ReaderProcesses, free_port, wait_for_port
@@ -287,6 +288,7 @@ class Runner(ReaderProcesses, ReaderAdmin):
     # Helpers
 
     def replace(self, text: str) -> str:
+        text = as_on_this_django(text)
         text = text.replace("127.0.0.1:8000", f"127.0.0.1:{self.port}")
         for old, new in self.replacements.items():
             text = text.replace(old, new)

@@ -6,10 +6,10 @@ import os
 import signal
 import time
 
-from django.tasks import TaskContext, task
-
+from django_skipqueue.compat import TaskContext
 from django_skipqueue.context import is_cancel_requested
 from django_skipqueue.exceptions import Snooze
+from django_skipqueue.tasks import task
 from testproject.demo.models import LedgerEntry
 
 

@@ -7,10 +7,9 @@ import time
 
 import pytest
 from django.db import connections
-from django.tasks import TaskResultStatus, task_backends
-from django.tasks.signals import task_finished, task_started
 
 from django_skipqueue import transitions
+from django_skipqueue.compat import TaskResultStatus, task_backends, task_finished, task_started
 from django_skipqueue.models import Job, QueueMinute, WorkerProcess
 from django_skipqueue.worker import claimer as claiming
 from django_skipqueue.worker import recording as outcomes

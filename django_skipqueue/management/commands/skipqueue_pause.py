@@ -7,8 +7,8 @@ from argparse import ArgumentParser
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
-from django.tasks.exceptions import InvalidTask
 
+from django_skipqueue.compat import InvalidTask
 from django_skipqueue.management.arguments import add_backend
 from django_skipqueue.pausing import pause
 

@@ -16,8 +16,9 @@ import django
 def main(argv: list[str]) -> int:
     path, count, kwargs = argv[0], int(argv[1]), json.loads(argv[2] if len(argv) > 2 else "{}")
     django.setup()
-    from django.tasks import task_backends
     from django.utils.module_loading import import_string
+
+    from django_skipqueue.compat import task_backends
 
     task = import_string(path)
     results = task_backends["default"].enqueue_many([(task, [], kwargs)] * count)

@@ -8,11 +8,10 @@ row that holds that call's arguments. A bulk with one invalid call raises and in
 from decimal import Decimal
 from pathlib import Path
 
-from django.tasks import task_backends
-from django.tasks.exceptions import TaskResultDoesNotExist
 from orders.models import Cart, Order
 from shop.chores import record
 
+from django_skipqueue.compat import TaskResultDoesNotExist, task_backends
 from django_skipqueue.exceptions import InvalidPayload
 from django_skipqueue.models import Job
 

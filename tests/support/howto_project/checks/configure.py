@@ -6,11 +6,10 @@ worker started without ``--queues`` serves them in the order of ``QUEUES``.
 
 from checks.common import burst
 from django.core.management import call_command
-from django.tasks import task_backends
-from django.tasks.exceptions import InvalidTask
 from shop.chores import ran, record
 
 from django_skipqueue.backend import SkipQueueBackend
+from django_skipqueue.compat import InvalidTask, task_backends
 from django_skipqueue.models import Job
 
 call_command("check", fail_level="WARNING")

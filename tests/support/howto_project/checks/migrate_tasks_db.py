@@ -9,12 +9,12 @@ import datetime as dt
 import runpy
 
 from checks.common import burst
-from django.tasks.exceptions import InvalidTask
 from django.test import override_settings
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 from shop.chores import ran, record
 
+from django_skipqueue.compat import InvalidTask
 from django_skipqueue.models import Job
 
 OLD_BACKEND = {

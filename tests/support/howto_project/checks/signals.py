@@ -5,11 +5,11 @@ this process (``Worker(...).run()``, docs/reference/workers.md) so that receiver
 hear ``task_started`` and ``task_finished``.
 """
 
-from django.tasks.signals import task_enqueued, task_finished, task_started
 from shop.chores import record, sync_stock
 from shop.metrics import failures_counter
 
 from django_skipqueue.backend import SkipQueueBackend
+from django_skipqueue.compat import task_enqueued, task_finished, task_started
 from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import WorkerOptions
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from checks.common import burst, finish, start_burst, wait_until
 from django.conf import settings
-from django.tasks.exceptions import InvalidTask
 from django.utils import timezone
 from orders.models import Cart, Order
 from shop import search
 from shop.chores import ran, record, sync_prices, sync_stock
 
+from django_skipqueue.compat import InvalidTask
 from django_skipqueue.exceptions import InvalidTaskOption
 from django_skipqueue.models import Job
 

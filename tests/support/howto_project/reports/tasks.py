@@ -1,6 +1,6 @@
 """The nightly report that docs/howto/migrate.md's management command enqueues."""
 
-from django.tasks import task
+from django_skipqueue.tasks import task
 
 
 @task

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.tasks import task
+
+from django_skipqueue.tasks import task
 
 
 @task

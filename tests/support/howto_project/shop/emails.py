@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from django.conf import settings
-from django.tasks import task
+
+from django_skipqueue.tasks import task
 
 
 @task

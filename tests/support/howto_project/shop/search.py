@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.tasks import task  # noqa: F401 (used by the samples appended below)
+
+from django_skipqueue.tasks import task  # noqa: F401 (used by the samples appended below)
 
 BATCHES = 40
 
