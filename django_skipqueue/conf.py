@@ -51,6 +51,9 @@ class SkipQueueSettings:
     #: Workers one enqueue's commit wakes, taken in turn from the live workers of its queue;
     #: None wakes every one of them.
     WAKEUP_FANOUT: int | None = 4
+    #: Times a second at most a worker process reads its wake-up datagrams (each read may
+    #: start one claim round); None: no bound. Bounds what a flood of datagrams can cost.
+    WAKEUP_MAX_RATE: float | None = 50.0
     #: Restart delay of a worker process that keeps dying doubles up to this many seconds.
     RESTART_BACKOFF_MAX: float = 30.0
     #: Longest wait, in seconds, of the workers' and the supervisor's own queue queries on

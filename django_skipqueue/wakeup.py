@@ -10,6 +10,12 @@ SKIPQUEUE_IDLE_POLL_SECONDS per queue), and a datagram nobody needs costs one cl
 
 Worker side: :class:`Waker` is the one place a worker's main loop sleeps. It returns early on a
 datagram, or on a local "poke" (a job finished, a signal arrived).
+
+Datagrams are unauthenticated: once a worker listens beyond loopback, anyone who reaches its
+port can send them. So a worker reads them at most SKIPQUEUE_WAKEUP_MAX_RATE times a second
+(those that arrive in between wait in the socket's buffer, and are read together, or dropped
+by the kernel when it is full), which bounds the claim queries and the wake-ups a flood can
+cause; and it ignores a datagram that is not a comma-separated list of queue names.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import re
 import select
 import socket
 import threading
@@ -43,6 +50,13 @@ _socket_lock = threading.Lock()
 _socket: socket.socket | None = None
 #: Where the next fan-out starts in the list of live workers: each enqueue wakes the next few.
 _turn = itertools.count()
+#: A well-formed datagram: queue names (backend.QUEUE_NAME_PATTERN) separated by commas.
+_NAME = rb"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}"
+DATAGRAM_PATTERN = re.compile(rb"%s(?:,%s)*" % (_NAME, _NAME))
+#: Longest datagram read; a longer one is truncated, so malformed.
+MAX_DATAGRAM = 512
+#: Seconds between two log lines about ignored datagrams.
+IGNORED_LOG_SECONDS = 60.0
 
 
 def after_commit(using: str, queues: Iterable[str]) -> None:
@@ -128,10 +142,24 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 class Waker:
-    """Sleep until a timeout, a local poke, or (when listening) a wake-up datagram."""
+    """Sleep until a timeout, a local poke, or (when listening) a wake-up datagram.
 
-    def __init__(self, host: str | None) -> None:
+    ``max_rate``: read datagrams at most this many times a second (None: whenever they come).
+    ``names_only``: ignore datagrams that are not queue names (the outbox relay's are not).
+    """
+
+    def __init__(
+        self, host: str | None, *, max_rate: float | None = None, names_only: bool = False
+    ) -> None:
         self._inbox, self._doorbell = socket.socketpair()
+        self._gap = 1.0 / max_rate if max_rate else 0.0
+        #: Before this (monotonic) time the datagram socket is not read.
+        self._deaf_until = 0.0
+        self._names_only = names_only
+        #: Datagrams read, and those ignored as malformed (for the worker's log).
+        self.datagrams = self.ignored = 0
+        self._ignored_logged_at = float("-inf")
+        self._ignored_since_log = 0
         #: In wait() (or about to select): only then does :meth:`nudge` need to ring.
         self._asleep = False
         for end in (self._inbox, self._doorbell):
@@ -175,7 +203,11 @@ class Waker:
         """
         sources = [self._inbox]
         if listen and self.udp is not None:
-            sources.append(self.udp)
+            deaf_for = self._deaf_until - time.monotonic()
+            if deaf_for <= 0:
+                sources.append(self.udp)
+            else:  # read at most max_rate times a second: listen again after the gap
+                timeout = min(timeout, deaf_for)
         self._asleep = True
         try:
             if ready is not None and ready():
@@ -189,13 +221,36 @@ class Waker:
     def drain_datagrams(self) -> set[str]:
         """Empty the datagram queue (while busy, so no stale wake-up lingers); return queues."""
         queues: set[str] = set()
+        sender = None
         while self.udp is not None:
             try:
-                payload = self.udp.recv(512)
+                payload, sender = self.udp.recvfrom(MAX_DATAGRAM + 1)
             except OSError:
                 break
+            self.datagrams += 1
+            if self._names_only and not DATAGRAM_PATTERN.fullmatch(payload):
+                self.ignored += 1
+                self._ignored_since_log += 1
+                continue
             queues.update(payload.decode(errors="replace").split(","))
+        if self._gap:
+            self._deaf_until = time.monotonic() + self._gap
+        if self._ignored_since_log:
+            self._log_ignored(sender)
         return queues
+
+    def _log_ignored(self, sender: object) -> None:
+        """One line a minute at most, whatever the flood: how many, and the last sender."""
+        now = time.monotonic()
+        if now - self._ignored_logged_at < IGNORED_LOG_SECONDS:
+            return
+        logger.warning(
+            "wake-up datagrams ignored (not queue names) count=%s last_from=%s address=%s",
+            self._ignored_since_log,
+            sender,
+            self.address,
+        )
+        self._ignored_logged_at, self._ignored_since_log = now, 0
 
     def close(self) -> None:
         for end in (self._inbox, self._doorbell, self.udp):

@@ -62,7 +62,12 @@ class Worker:
         self.using = options.database
         self.supervisor = supervisor
         self.parent_pid = parent_pid
-        self.waker = Waker(get_settings().WAKEUP_HOST if options.wakeup else None)
+        config = get_settings()
+        self.waker = Waker(
+            config.WAKEUP_HOST if options.wakeup else None,
+            max_rate=config.WAKEUP_MAX_RATE,
+            names_only=True,
+        )
         self.metrics = Metrics()
         self.jobs = Holdings(owner, self.using, options.backend, self.metrics)
         self.executor = Executor(options.threads, options.backend, self.using, self._on_done)

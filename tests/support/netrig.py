@@ -175,6 +175,24 @@ class NetRig:
         )
         self.partitioned.add(host.index)
 
+    def drop_datagrams(self, host: Host) -> None:
+        """Drop the UDP datagrams reaching ``host`` (wake-ups), nothing else; ``heal`` ends it."""
+        rules = (
+            "table inet skq_partition {\n"
+            " chain in { type filter hook input priority 0; policy accept;"
+            ' iifname != "lo" meta l4proto udp drop; }\n'
+            "}\n"
+        )
+        subprocess.run(
+            [*host.prefix(), "nft", "-f", "-"],
+            input=rules,
+            text=True,
+            check=True,
+            capture_output=True,
+            timeout=COMMAND_TIMEOUT,
+        )
+        self.partitioned.add(host.index)
+
     def heal(self, host: Host) -> None:
         run(*host.prefix(), "nft", "delete", "table", "inet", "skq_partition")
         self.partitioned.discard(host.index)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,7 @@ import pytest
 from django.db import connection
 
 from tests.reliability.conftest import PrivateDatabase
-from tests.reliability.procs import Supervisor, child_env, manage_module, wait_for
+from tests.reliability.procs import ROOT, Supervisor, child_env, manage_module, wait_for
 from tests.reliability.server import PrivateMariaDB
 from tests.support import netrig
 
@@ -104,10 +106,37 @@ class Hosts:
         self.started[host.index] = supervisor
         return supervisor
 
-    def enqueue(self, env: dict[str, str], task: str, count: int, **kwargs: Any) -> list[int]:
-        out = manage_module(
-            env, "tests.reliability.multihost.enqueue", task, str(count), json.dumps(kwargs)
-        )
+    def enqueue(
+        self,
+        env: dict[str, str],
+        task: str,
+        count: int,
+        *,
+        host: netrig.Host | None = None,
+        every: float | None = None,
+        **kwargs: Any,
+    ) -> list[int]:
+        """Enqueue ``count`` jobs from a child process (on ``host``, ``every`` s one by one)."""
+        args = [task, str(count), json.dumps(kwargs), *([] if every is None else [str(every)])]
+        if host is None:
+            out = manage_module(env, "tests.reliability.multihost.enqueue", *args)
+        else:
+            done = subprocess.run(
+                [
+                    *host.prefix(),
+                    sys.executable,
+                    "-m",
+                    "tests.reliability.multihost.enqueue",
+                    *args,
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                cwd=ROOT,
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+            out = done.stdout
         return json.loads(out.strip().splitlines()[-1])
 
     def workers_of(self, supervisor: Supervisor, timeout: float = 180) -> list[str]:
