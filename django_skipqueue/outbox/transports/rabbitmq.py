@@ -46,6 +46,9 @@ class RabbitMQTransport:
         self._waiting: dict[int, Result | object | None] = {}
         self._returned: set[int] = set()
         self._ids: dict[str, list[int]] = {}
+        #: Tags of the batch still without an answer, and the lowest tag that may be one.
+        self._open = 0
+        self._oldest = 1
         self._closed: pika.exceptions.ChannelClosed | None = None
 
     def connect(self) -> None:
@@ -74,6 +77,7 @@ class RabbitMQTransport:
         it refused); for a lone message the refusal itself is its answer.
         """
         self._waiting, self._returned, self._ids, self._closed = {}, set(), {}, None
+        self._open, self._oldest = 0, self._tag + 1
         tags = []
         try:
             impl: Any = self._ready_channel()._impl  # underneath: publishes without waiting
@@ -88,6 +92,7 @@ class RabbitMQTransport:
                 self._tag += 1
                 tags.append(self._tag)
                 self._waiting[self._tag] = None
+                self._open += 1
                 self._ids.setdefault(message.message_id, []).append(self._tag)
             self._wait(len(tags))
         except (pika.exceptions.AMQPError, BrokerUnavailable) as error:
@@ -119,12 +124,13 @@ class RabbitMQTransport:
         """Serve the connection until every tag of the batch has its answer."""
         assert self._connection is not None
         deadline = time.monotonic() + CONFIRM_TIMEOUT
-        while any(answer is None for answer in self._waiting.values()):
+        while self._open:
             if self._closed is not None:
                 self._channel = None
                 for tag, answer in self._waiting.items():
                     if answer is None:
                         self._waiting[tag] = self._refusal(count)
+                self._open = 0
                 return
             left = deadline - time.monotonic()
             if left <= 0:
@@ -144,16 +150,22 @@ class RabbitMQTransport:
     def _on_confirm(self, frame: pika.frame.Method) -> None:
         method = frame.method
         tag, nack = method.delivery_tag, isinstance(method, pika.spec.Basic.Nack)
-        for waiting in [t for t in self._waiting if t == tag or (method.multiple and t < tag)]:
-            if self._waiting[waiting] is not None:
-                continue
+        # A multiple ack answers every tag up to its own: walk them from the oldest open one.
+        first = self._oldest if method.multiple else tag
+        for waiting in range(first, tag + 1):
+            if self._waiting.get(waiting, _CONFIRMED) is not None:
+                continue  # answered already, or not of this batch
             if nack:
                 self._waiting[waiting] = MessageNotConfirmed(f"nacked by RabbitMQ (tag {waiting})")
             elif waiting in self._returned:
                 self._waiting[waiting] = MessageRejected("unroutable: no queue bound for it")
             else:
                 self._waiting[waiting] = _CONFIRMED
-        self._wake()
+            self._open -= 1
+        while self._waiting.get(self._oldest, None) is not None:
+            self._oldest += 1
+        if not self._open:
+            self._wake()
 
     def _on_return(self, _channel: Any, method: Any, properties: Any, _body: bytes) -> None:
         tags = self._ids.get(properties.message_id) or []
