@@ -56,6 +56,8 @@ class SkipQueueSettings:
     WAKEUP_MAX_RATE: float | None = 50.0
     #: Restart delay of a worker process that keeps dying doubles up to this many seconds.
     RESTART_BACKOFF_MAX: float = 30.0
+    #: Job threads close their database connections after each job (none held while idle).
+    RELEASE_JOB_CONNECTIONS: bool = False
     #: Longest wait, in seconds, of the workers' and the supervisor's own queue queries on
     #: the network (connect, read, write: mysqlclient's timeouts) before the connection is
     #: given up; None: the driver's defaults (a silent partition then hangs for hours).

@@ -20,6 +20,13 @@ logger = logging.getLogger("django_skipqueue.database")
 
 #: Seconds between two "still unreachable" lines while an outage lasts.
 SUMMARY_SECONDS = 60.0
+#: Error codes of a server that refuses a connection because it holds too many already.
+TOO_MANY_CONNECTIONS = (1040, 1203)
+#: What the first line adds for them: the server is up, the budget is spent.
+TOO_MANY_HINT = (
+    " cause=max_connections: the server refuses more connections; lower --processes or "
+    "--threads, release job connections (SKIPQUEUE_RELEASE_JOB_CONNECTIONS) or raise it"
+)
 
 
 class Outage:
@@ -83,11 +90,13 @@ class Outage:
         self.error = ""
 
     def _log_start(self, error: BaseException, text: str) -> None:
+        code = error.args[0] if error.args else None
         logger.warning(
-            "database unreachable, retrying database=%s error=%s pid=%s",
+            "database unreachable, retrying database=%s error=%s pid=%s%s",
             self.using,
             text,
             os.getpid(),
+            TOO_MANY_HINT if code in TOO_MANY_CONNECTIONS else "",
         )
         if not self.traceback_logged:
             # The first one only, and below WARNING: for a refused or lost connection the

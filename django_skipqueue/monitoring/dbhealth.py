@@ -6,6 +6,11 @@ DELETE leaves behind. The history list grows, claims walk more versions and slow
 hour, and EXPLAIN still shows the right plan. Two figures tell it early: the history list
 length (versions waiting for purge) and the age of the oldest open transaction.
 
+And the connections: a fleet of worker hosts can ask for more than ``max_connections``. The
+server counts the connections it refused for that reason (``Connection_errors_max_connections``,
+since it started); the connections open and the most ever open beside the limit say how close
+the fleet runs to it.
+
 Both come from ``information_schema`` (``INNODB_METRICS`` and ``INNODB_TRX``), which need the
 PROCESS privilege: where the server hides them, the figure is None and ``unavailable`` says
 why. PostgreSQL has no history list; its oldest transaction is read from ``pg_stat_activity``.
@@ -28,6 +33,16 @@ OLDEST_TRX_SQL = (
     "FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id <> CONNECTION_ID() "
     "ORDER BY trx_started LIMIT 1"
 )
+#: Connections: the limit, open now, most ever open, refused at the limit (since start-up).
+CONNECTIONS_SQL = (
+    "SELECT @@max_connections, "
+    "(SELECT variable_value FROM information_schema.GLOBAL_STATUS "
+    "WHERE variable_name = 'THREADS_CONNECTED'), "
+    "(SELECT variable_value FROM information_schema.GLOBAL_STATUS "
+    "WHERE variable_name = 'MAX_USED_CONNECTIONS'), "
+    "(SELECT variable_value FROM information_schema.GLOBAL_STATUS "
+    "WHERE variable_name = 'CONNECTION_ERRORS_MAX_CONNECTIONS')"
+)
 OLDEST_XACT_SQL_PG = (
     "SELECT EXTRACT(EPOCH FROM clock_timestamp() - xact_start), pid FROM pg_stat_activity "
     "WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() ORDER BY xact_start LIMIT 1"
@@ -45,6 +60,12 @@ class DatabaseHealth:
     oldest_transaction_age: float | None = None
     #: The connection (MySQL thread id, PostgreSQL pid) of that transaction.
     oldest_transaction_connection: int | None = None
+    #: The server's ``max_connections``, the connections open now and the most ever open.
+    max_connections: int | None = None
+    connections_open: int | None = None
+    max_used_connections: int | None = None
+    #: Connections the server refused at ``max_connections`` since it started (MySQL/MariaDB).
+    refused_connections: int | None = None
     #: Figure name -> why it is not available on this server.
     unavailable: dict[str, str] = field(default_factory=dict)
 
@@ -67,7 +88,14 @@ class DatabaseHealth:
                 f"{self.oldest_transaction_age:.1f} s "
                 f"(connection {self.oldest_transaction_connection})"
             )
-        return f"database: history list length {history}; oldest open transaction {oldest}"
+        line = f"database: history list length {history}; oldest open transaction {oldest}"
+        if self.max_connections is not None:
+            line += (
+                f"; connections {self.connections_open} of {self.max_connections} "
+                f"(most ever {self.max_used_connections}, refused at the limit "
+                f"{self.refused_connections:,} since the server started)"
+            )
+        return line
 
     def _missing(self, name: str) -> str:
         return f"not available ({self.unavailable.get(name, 'unknown')})"
@@ -80,6 +108,7 @@ def database_health(using: str = "default") -> DatabaseHealth:
     if vendor == "mysql":
         _read(health, using, "history_length", HISTORY_SQL, _history)
         _read(health, using, "oldest_transaction_age", OLDEST_TRX_SQL, _oldest)
+        _read(health, using, "refused_connections", CONNECTIONS_SQL, _connections)
     elif vendor == "postgresql":
         health.unavailable["history_length"] = "PostgreSQL has no InnoDB history list"
         _read(health, using, "oldest_transaction_age", OLDEST_XACT_SQL_PG, _oldest)
@@ -113,6 +142,15 @@ def _oldest(health: DatabaseHealth, rows: list[tuple[Any, ...]]) -> None:
         health.oldest_transaction_connection = int(rows[0][1])
     else:
         health.oldest_transaction_age = 0.0
+
+
+def _connections(health: DatabaseHealth, rows: list[tuple[Any, ...]]) -> None:
+    limit, open_now, most, refused = rows[0]
+    if refused is None:  # MySQL before 5.6 or a server without the counter
+        health.unavailable["refused_connections"] = "the server does not count them"
+        return
+    health.max_connections, health.connections_open = int(limit), int(open_now)
+    health.max_used_connections, health.refused_connections = int(most), int(refused)
 
 
 def _reason(error: DatabaseError) -> str:

@@ -22,6 +22,7 @@ from django.db import Error, close_old_connections, connections, transaction
 
 from django_skipqueue import transitions
 from django_skipqueue.compat import Task, TaskResult, normalize_json, task_started
+from django_skipqueue.conf import get_settings
 from django_skipqueue.context import JobContext
 from django_skipqueue.db.transactions import retry_whole_transaction
 from django_skipqueue.exceptions import (
@@ -143,6 +144,8 @@ class Executor:
         #: The sender of task_started: the configured backend's class, as Django documents.
         self.sender = backend_class(backend_alias)
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Close a job thread's connections after each job (SKIPQUEUE_RELEASE_JOB_CONNECTIONS).
+        self.release_connections = get_settings().RELEASE_JOB_CONNECTIONS
 
     def submit(self, running: Running, task: Task) -> None:
         """Start ``running`` on the pool or the event loop."""
@@ -190,7 +193,10 @@ class Executor:
         try:
             return self._attempt(running, task)
         finally:
-            close_old_connections()
+            if self.release_connections:  # an idle thread then holds no connection
+                connections.close_all()
+            else:
+                close_old_connections()
 
     def _attempt(self, running: Running, task: Task) -> Outcome:
         context = self._start(running, task)

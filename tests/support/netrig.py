@@ -129,6 +129,16 @@ class NetRig:
             self.close()
             raise
 
+    def grow(self, hosts: int) -> list[Host]:
+        """Make sure there are at least ``hosts`` hosts; return them."""
+        try:
+            while len(self.hosts) < hosts:
+                self.hosts.append(self._add_host(len(self.hosts) + 1))
+        except BaseException:
+            self.close()
+            raise
+        return self.hosts[:hosts]
+
     def _add_host(self, index: int) -> Host:
         namespace = f"{self.tag}h{index}"
         host = Host(index, namespace, f"{namespace}a", "eth0", f"{self.subnet}.{10 + index}")
