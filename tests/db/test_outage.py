@@ -49,3 +49,14 @@ def test_an_outage_logs_its_start_summaries_and_end_only(caplog, monkeypatch):
 def test_deadlocks_are_not_outages():
     assert not is_unreachable(OperationalError(1213, "Deadlock found"))
     assert is_unreachable(OperationalError(2013, "Lost connection to server during query"))
+
+
+def test_a_refusal_at_max_connections_says_so(caplog):
+    """The server is up but full: the line names max_connections (what to change)."""
+    error = OperationalError(1040, "Too many connections")
+    with caplog.at_level(logging.WARNING, logger="django_skipqueue.database"):
+        Outage("default").failed(error)
+        Outage("default").failed(refused())
+    full, away = (record.getMessage() for record in caplog.records)
+    assert "cause=max_connections" in full and "SKIPQUEUE_RELEASE_JOB_CONNECTIONS" in full
+    assert "cause=" not in away

@@ -131,3 +131,15 @@ def test_check_database_warns_of_statement_based_binary_logging(capsys):
         with connection.cursor() as cursor:
             cursor.execute(f"SET SESSION binlog_format = '{before}'")
     assert check_binlog_format(databases=["default"]) == []
+
+
+@pytest.mark.mysql
+def test_the_connections_beside_max_connections():
+    """The figures of the connection budget (refusals: tests/reliability/multihost)."""
+    from django_skipqueue.monitoring.dbhealth import database_health
+
+    health = database_health("default")
+    assert health.max_connections and health.max_connections >= health.connections_open >= 1
+    assert health.max_used_connections >= health.connections_open
+    assert health.refused_connections is not None and health.refused_connections >= 0
+    assert f"of {health.max_connections} (most ever" in health.line()
