@@ -56,6 +56,7 @@ def test_committed_messages_arrive_with_their_properties_and_rolled_back_ones_ne
     assert "sent 2," in output
     relay = OutboxRelay.objects.get()
     assert relay.sent == 2 and relay.stopped_at is not None
+    assert relay.publish_rate is not None and relay.publish_rate > 0, "written at its last beat"
 
 
 def test_messages_of_a_key_arrive_in_the_order_they_were_written(orders, amqp_url, manage_py,
