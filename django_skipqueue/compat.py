@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import django
 from django.core.exceptions import ImproperlyConfigured
@@ -32,6 +32,9 @@ MINIMUM_BACKPORT = (0, 12)
 
 #: True where ``django.tasks`` is part of Django (6.0 and later).
 BUILTIN = django.VERSION >= (6, 0)
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
 
 if TYPE_CHECKING or BUILTIN:
     from django.tasks import (
@@ -137,6 +140,7 @@ __all__ = [
     "backport_version",
     "django_task",
     "ensure_backport_loaded",
+    "fetch_returned_rows",
     "normalize_json",
     "task_backends",
     "task_enqueued",
@@ -173,3 +177,15 @@ def ensure_backport_loaded() -> None:
     if not BUILTIN:
         for name in ("checks", "signals"):
             importlib.import_module(f"{TASKS_MODULE}.{name}")
+
+
+def fetch_returned_rows(connection: BaseDatabaseWrapper, cursor: Any) -> list[Any]:
+    """The rows an INSERT ... RETURNING just sent back, through the database's operations.
+
+    Django 6.1 named the method ``fetch_returned_rows(cursor, returning_params)``; 5.2 and 6.0
+    have ``fetch_returned_insert_rows(cursor)``.
+    """
+    ops = connection.ops
+    if hasattr(ops, "fetch_returned_rows"):
+        return list(ops.fetch_returned_rows(cursor, ()))
+    return list(ops.fetch_returned_insert_rows(cursor))  # type: ignore[attr-defined]

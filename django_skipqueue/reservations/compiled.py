@@ -16,6 +16,7 @@ from django.db.models import BooleanField, ExpressionWrapper, JSONField, Model, 
 from django.db.models.functions import Cast
 from django.db.models.sql import DeleteQuery, InsertQuery
 
+from ..compat import fetch_returned_rows
 from ..db import statements
 from ..db.clock import DatabaseNow, DatabaseNowPlus
 from ..db.statements import Statement, slot_float, slot_int, slot_json, slot_str
@@ -36,7 +37,7 @@ def insert_hold(
     statement = statements.cached(using, "resv-insert", lambda: _insert_hold(using))
     with connection.cursor() as cursor:
         cursor.execute(statement.sql, statement.bind([*pool, holder, reference, quantity, ttl]))
-        rows = connection.ops.fetch_returned_rows(cursor, ())
+        rows = fetch_returned_rows(connection, cursor)
     assert statement.reader is not None
     pk, created_at, expires_at = next(iter(statement.reader.convert(rows)))
     values = dict(
