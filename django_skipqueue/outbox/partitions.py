@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Value
 
 from ..db.clock import DatabaseNow, DatabaseNowPlus
 from ..db.transactions import retry_whole_transaction, short_transaction
@@ -112,21 +113,40 @@ def sendable(using: str, partition: int, limit: int) -> Backlog:
     """Return the messages of ``partition`` to send now, in id order.
 
     A message waiting for its retry holds back every later message of its key; a due retry is
-    the first of its key. Both reads follow the claim index (status, partition, id).
+    the first of its key. One statement in the usual case, a UNION ALL of the retries and the
+    first ``limit`` pending messages, each part in the claim index's order (status, partition,
+    id); a second read of the pending messages, without the held keys, only when a retry is
+    not due yet (the first read may then be filled with messages that cannot go).
     """
-    objects = OutboxMessage.objects.using(using)
-    retrying = list(
-        objects.filter(status=MessageStatus.RETRY, partition=partition)
-        .annotate(due=Q(available_at__lte=DatabaseNow()))
-        .order_by("id")
+    # Rows of both parts carry the ``due`` annotation.
+    rows: list[Any] = list(
+        _retrying(using, partition).union(_pending(using, partition, limit), all=True)
     )
+    retrying = [m for m in rows if m.status == MessageStatus.RETRY]
+    pending = [m for m in rows if m.status == MessageStatus.PENDING]
     held = frozenset(m.key for m in retrying if not m.due and m.key)
+    if held:
+        pending = list(_pending(using, partition, limit, held))
     due = [m for m in retrying if m.due]
-    pending = (
-        objects.filter(status=MessageStatus.PENDING, partition=partition)
-        .exclude(key__in=held)
-        .order_by("id")[:limit]
-    )
     # A due retry goes first of its key; pending rows of that key follow it in id order.
     messages = sorted([*due, *pending], key=lambda m: m.pk)
     return Backlog(messages[:limit], held)
+
+
+def _retrying(using: str, partition: int) -> QuerySet[OutboxMessage]:
+    retries = OutboxMessage.objects.using(using).filter(
+        status=MessageStatus.RETRY, partition=partition
+    )
+    return retries.annotate(due=Q(available_at__lte=DatabaseNow())).order_by("id")
+
+
+def _pending(
+    using: str, partition: int, limit: int, held: frozenset[str] = frozenset()
+) -> QuerySet[OutboxMessage]:
+    messages = OutboxMessage.objects.using(using).filter(
+        status=MessageStatus.PENDING, partition=partition
+    )
+    if held:
+        messages = messages.exclude(key__in=held)
+    # The same columns as _retrying(), for the UNION.
+    return messages.annotate(due=Value(True)).order_by("id")[:limit]
