@@ -30,8 +30,10 @@ DATABASE_URL="$MYSQL_URL" bash scripts/conformance.sh -q
 # the PostgreSQL and SQLite passes run: CI stays within its time (docs/howto/install.md).
 OLDER_LOG="$(mktemp)"
 (
-    SKIPQUEUE_TEST_MYSQL_URL="${MYSQL_URL%/*}/skipqueue_matrix" bash scripts/matrix.sh \
-        && bash scripts/package.sh
+    failed=0
+    SKIPQUEUE_TEST_MYSQL_URL="${MYSQL_URL%/*}/skipqueue_matrix" bash scripts/matrix.sh || failed=1
+    bash scripts/package.sh || failed=1
+    exit "$failed"
 ) >"$OLDER_LOG" 2>&1 &
 OLDER_PID=$!
 trap 'kill "$OLDER_PID" 2>/dev/null || true' EXIT
