@@ -102,3 +102,29 @@ def test_options_on_a_backend_of_another_kind_are_a_type_error():
         with pytest.raises(TypeError, match="max_attempts"):
             task(max_attempts=3)(double)
         assert not isinstance(task(double), SkipQueueTask)
+
+
+def test_only_the_compatibility_module_imports_the_tasks_framework():
+    """Another module importing django.tasks (or django_tasks) directly breaks Django 5.2 (or
+    6.x): it would pass on the newest Django and fail only in the matrix."""
+    import ast
+
+    offenders = []
+    builtin = ("django.tasks.", "django.tasks")
+    for folder in ("django_skipqueue", "tests", "testproject", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.name == "compat.py" and path.parent.name == "django_skipqueue":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = (
+                    [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else [alias.name for alias in node.names]
+                    if isinstance(node, ast.Import)
+                    else []
+                )
+                if any(
+                    n.partition(".")[0] == "django_tasks" or n.startswith(builtin) for n in names
+                ):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == [], "import from django_skipqueue.compat instead"
