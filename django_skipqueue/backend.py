@@ -78,12 +78,14 @@ class SkipQueueBackend(BaseTaskBackend):
 
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
         """Insert a job on the queue's connection, inside the caller's transaction if any."""
-        from django_skipqueue.enqueue import build_job, insert_job
+        from django_skipqueue.enqueue import build_job, insert_job, join_batch
 
         self.validate_task(task)
         job, created = insert_job(build_job(task, args, kwargs), self.database)
         result = self._result(job, task if created else None)
         if created:
+            if job.batch_id is not None:
+                join_batch([job], self.database)
             task_enqueued.send(type(self), task_result=result)
             self._wake_workers([job])
         return result
@@ -94,7 +96,7 @@ class SkipQueueBackend(BaseTaskBackend):
         Calls with an idempotency key are inserted one by one so that each key stays
         race-free; the rest go in batches.
         """
-        from django_skipqueue.enqueue import build_jobs, insert_jobs
+        from django_skipqueue.enqueue import build_jobs, insert_jobs, join_batch
 
         calls = list(calls)
         for task in {id(task): task for task, _, _ in calls}.values():
@@ -103,7 +105,10 @@ class SkipQueueBackend(BaseTaskBackend):
         now = timezone.now()
         jobs = build_jobs(calls, config=config, now=now)
         plain = insert_jobs([job for job in jobs if job.idempotency_key is None], self.database)
-        results = self._results_in_order(calls, jobs, plain)
+        created: list[Job] = list(plain)
+        results = self._results_in_order(calls, jobs, plain, created)
+        if jobs and jobs[0].batch_id is not None:
+            join_batch(created, self.database)
         for result in results:
             task_enqueued.send(type(self), task_result=result)
         self._wake_workers(jobs)
@@ -119,7 +124,7 @@ class SkipQueueBackend(BaseTaskBackend):
             wakeup.after_commit(self.database, queues)
 
     def _results_in_order(
-        self, calls: list[TaskCall], jobs: list[Job], plain: list[Job]
+        self, calls: list[TaskCall], jobs: list[Job], plain: list[Job], created: list[Job]
     ) -> list[TaskResult]:
         from django_skipqueue.enqueue import insert_job
 
@@ -129,7 +134,9 @@ class SkipQueueBackend(BaseTaskBackend):
             if job.idempotency_key is None:
                 job = next(plain_iter)
             else:
-                job, _ = insert_job(job, self.database)
+                job, new = insert_job(job, self.database)
+                if new:
+                    created.append(job)
             results.append(self._result(job, task))
         return results
 

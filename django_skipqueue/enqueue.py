@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import IntegrityError, connections, transaction
 from django.db.models.base import ModelState
@@ -20,6 +21,20 @@ from django_skipqueue.payload import check_size, normalize_arguments
 
 #: Rows per multi-row INSERT in a bulk enqueue.
 BULK_BATCH_SIZE = 1000
+
+
+class Members(Protocol):
+    """An open batch that collects the jobs enqueued while it is open (workflows app)."""
+
+    batch_id: int
+    using: str
+
+    def add(self, jobs: Sequence[Job]) -> None: ...
+
+
+#: The batch that jobs enqueued in this context join; set only by django_skipqueue.workflows,
+#: so the core never imports it. A context variable: threads and tasks each have their own.
+open_batch: ContextVar[Members | None] = ContextVar("skipqueue_open_batch", default=None)
 
 
 def build_job(
@@ -39,6 +54,7 @@ def build_job(
     json_args, json_kwargs = _json_arguments(args, kwargs, config)
     now = now or timezone.now()
     deferred = task.run_after is not None and task.run_after > now
+    members = open_batch.get()
     return Job(
         queue_name=task.queue_name,
         priority=task.priority,
@@ -52,6 +68,7 @@ def build_job(
         timeout_seconds=getattr(task, "timeout", None),
         idempotency_key=getattr(task, "idempotency_key", None),
         enqueued_at=now,
+        batch_id=None if members is None else members.batch_id,
     )
 
 
@@ -111,6 +128,19 @@ def _copy_of(template: Job, containers: list[str], args: list, kwargs: dict) -> 
     values["kwargs"] = kwargs
     job.__dict__ = values
     return job
+
+
+def join_batch(jobs: Sequence[Job], using: str) -> None:
+    """Hand the new jobs built inside an open batch to it (they carry its ``batch_id``)."""
+    members = open_batch.get()
+    if members is None or not jobs:
+        return
+    if using != members.using:
+        raise ValueError(
+            f"Batch {members.batch_id} lives in database {members.using!r}; a job enqueued "
+            f"in it must use a backend of that database, not {using!r}."
+        )
+    members.add([job for job in jobs if job.batch_id == members.batch_id])
 
 
 def _option(task: Task, name: str, default: Any) -> Any:

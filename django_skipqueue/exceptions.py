@@ -154,3 +154,7 @@ class InvalidSchedule(SkipQueueError, ValueError):
         super().__init__(message)
         # What is wrong: "cron", "time_zone", "task", or "" for the rest of the definition.
         self.field = field
+
+
+class BatchFinished(SkipQueueError):
+    """Jobs were added to a batch that had already finished (its callbacks enqueued)."""

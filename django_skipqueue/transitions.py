@@ -7,6 +7,11 @@ lease was lost (reaped, or taken over after it expired): the caller changes noth
 it. Django's MySQL backend sets CLIENT.FOUND_ROWS, so ``update()`` returns rows *matched*,
 which is what the fence needs. Enqueue (1, 2) inserts whole rows (enqueue.py) and the purge (13)
 deletes them (maintenance/archive.py): neither is an UPDATE.
+
+A job that belongs to a batch or a chain (``Job.batch_id``, django_skipqueue.workflows) has
+its outcome counted in the same transaction as the fenced UPDATE that records it: a write the
+fence rejects counts nothing, and a count never commits without its write. A plain job pays
+one attribute check and no query.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ import json
 from collections.abc import Collection, Sequence
 from functools import reduce
 from operator import or_
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from django.db import transaction
 from django.db.models import Case, F, JSONField, Q, QuerySet, Value, When
 from django.db.models.functions import Cast, Greatest
 
@@ -32,6 +38,23 @@ from django_skipqueue.states import CANCEL_RUNNING, RETRY_NOW, JobStatus, Step, 
 
 #: Rows a caller has locked (and guarded) for a batched transition.
 Rows = QuerySet[Job, Job]
+
+
+class Ended(NamedTuple):
+    """An outcome a batch counts: SUCCEEDED, FAILED, CANCELLED, or READY (a failure retried)."""
+
+    batch_id: int
+    status: JobStatus
+    job_id: int
+    return_value: Any = None
+
+
+def count_in_batches(using: str, ended: Sequence[Ended]) -> None:
+    """Count ``ended`` in their batches, in the caller's transaction (workflows app)."""
+    if ended:
+        from django_skipqueue.workflows.counting import count
+
+        count(using, ended)
 
 
 def fenced(job: Job) -> JobQuerySet:
@@ -67,6 +90,7 @@ def release(job: Job) -> bool:
     # started_at first: MySQL evaluates SET left to right, so it must see the old attempts.
     return _apply(
         job,
+        None,
         started_at=Case(When(attempts__lte=1, then=Value(None)), default=F("started_at")),
         status=JobStatus.READY,
         owner=None,
@@ -122,8 +146,10 @@ def request_cancel(rows: Rows) -> int:
 def succeed(job: Job, return_value: Any) -> bool:
     """Record success (5); return False if the lease was lost."""
     fields = {"worker_ids": [*job.worker_ids, job.owner], "lease_until": None}
+    ended = _ended(job, JobStatus.SUCCEEDED, return_value)
     return _apply(
         job,
+        ended,
         status=JobStatus.SUCCEEDED,
         return_value=return_value,
         finished_at=DatabaseNow(),
@@ -143,7 +169,9 @@ def cancel_running(job: Job, error: dict[str, str]) -> bool:
 
 def end_attempt(job: Job, error: dict[str, str], step: Step) -> bool:
     """Apply ``step`` (6, 7, 9 or 10) to the worker's attempt that did not succeed."""
-    return _apply(job, **_attempt_over(job.errors, job.worker_ids, job.owner, error, step))
+    ended = None if step.retried else _ended(job, step.status)
+    fields = _attempt_over(job.errors, job.worker_ids, job.owner, error, step)
+    return _apply(job, ended, **fields)
 
 
 def interrupt(job: Job, error: dict[str, str]) -> bool:
@@ -154,7 +182,7 @@ def interrupt(job: Job, error: dict[str, str]) -> bool:
     last: the stop was the worker's, not the job's.
     """
     fields = _attempt_over(job.errors, job.worker_ids, job.owner, error, Step(RETRY_NOW, 0.0))
-    return _apply(job, **fields, max_attempts=max(job.max_attempts, job.attempts + 1))
+    return _apply(job, None, **fields, max_attempts=max(job.max_attempts, job.attempts + 1))
 
 
 def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step: Step) -> int:
@@ -166,7 +194,14 @@ def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step:
     fields = _attempt_over(row["errors"], row["worker_ids"], row["owner"], error, step)
     rows = Job.objects.using(using).expired()
     fence = rows.filter(pk=row["pk"], owner=row["owner"], attempts=row["attempts"])
-    return fence.update(**{**fields, "owner": None})
+    batch_id = row.get("batch_id")
+    if batch_id is None or step.retried:
+        return fence.update(**{**fields, "owner": None})
+    with transaction.atomic(using=using):
+        written = fence.update(**{**fields, "owner": None})
+        if written:
+            count_in_batches(using, [Ended(batch_id, step.status, row["pk"])])
+    return written
 
 
 def _attempt_over(
@@ -186,8 +221,24 @@ def _attempt_over(
     return {**fields, "owner": None}
 
 
-def _apply(job: Job, **fields: Any) -> bool:
-    return fenced(job).update(**fields) == 1
+def _ended(job: Job, status: JobStatus, return_value: Any = None) -> Ended | None:
+    """What a batch counts of this outcome; None for a job outside any batch."""
+    if job.batch_id is None:
+        return None
+    return Ended(job.batch_id, status, job.pk, return_value)
+
+
+def _apply(job: Job, ended: Ended | None = None, **fields: Any) -> bool:
+    """Write the fenced UPDATE; count ``ended`` in its batch in the same transaction."""
+    if ended is None:
+        return fenced(job).update(**fields) == 1
+    using = job._state.db or "default"
+    # A savepoint inside the worker's transaction; a transaction of its own otherwise.
+    with transaction.atomic(using=using):
+        written = fenced(job).update(**fields) == 1
+        if written:
+            count_in_batches(using, [ended])
+    return written
 
 
 # 5, batched: many successes of one owner, one fenced UPDATE.
@@ -203,6 +254,21 @@ def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool
     """
     if not jobs:
         return []
+    if all(job.batch_id is None for job in jobs):
+        return _succeed_many(jobs, return_values)
+    using = jobs[0]._state.db or "default"
+    with transaction.atomic(using=using):
+        written = _succeed_many(jobs, return_values)
+        ended = [
+            Ended(job.batch_id, JobStatus.SUCCEEDED, job.pk, value)
+            for job, value, ok in zip(jobs, return_values, written, strict=True)
+            if ok and job.batch_id is not None
+        ]
+        count_in_batches(using, ended)
+    return written
+
+
+def _succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool]:
     using = jobs[0]._state.db or "default"
     owner = jobs[0].owner
     if any(job.owner != owner for job in jobs):
@@ -279,20 +345,41 @@ def _written(jobs: Sequence[Job], using: str) -> list[bool]:
 # 11 cancel, 12 retry: an operator's changes, on rows the admin locked with their guard.
 
 
-def cancel_waiting(rows: Rows, errors: list[Any]) -> int:
-    """Cancel one waiting job (11): ``rows`` is its guarded queryset, ``errors`` its new list."""
-    return rows.filter(status__in=(JobStatus.READY, JobStatus.SCHEDULED)).update(
-        status=JobStatus.CANCELLED, finished_at=DatabaseNow(), errors=errors
-    )
+def cancel_waiting(rows: Rows, errors: list[Any], job: Job) -> int:
+    """Cancel one waiting job (11): ``rows`` is its guarded queryset, ``errors`` its new list.
+
+    ``job`` is the locked row (its ``batch_id`` read), whose cancellation its batch counts.
+    """
+    waiting = rows.filter(status__in=(JobStatus.READY, JobStatus.SCHEDULED))
+    fields = {"status": JobStatus.CANCELLED, "finished_at": DatabaseNow(), "errors": errors}
+    if job.batch_id is None:
+        return waiting.update(**fields)
+    with transaction.atomic(using=rows.db):
+        written = waiting.update(**fields)
+        if written:
+            count_in_batches(rows.db, [Ended(job.batch_id, JobStatus.CANCELLED, job.pk)])
+    return written
 
 
-def retry_failed(rows: Rows) -> int:
+def retry_failed(rows: Rows, jobs: Sequence[Job] = ()) -> int:
     """Move the failed jobs of ``rows`` back to ready (12), one more attempt each.
 
     The attempt counter is kept, because it is part of the lease fence and numbers the stored
     errors; the job gets one attempt more than it has spent instead (or keeps its unspent
-    ones, if it failed early on an error that is not retried).
+    ones, if it failed early on an error that is not retried). ``jobs`` are the rows the
+    caller locked under the guard (their ``batch_id`` read): their batches count them as
+    failed no more, in the same transaction.
     """
+    ended = [Ended(job.batch_id, JobStatus.READY, job.pk) for job in jobs if job.batch_id]
+    if not ended:
+        return _retry_failed(rows)
+    with transaction.atomic(using=rows.db):
+        written = _retry_failed(rows)
+        count_in_batches(rows.db, ended)
+    return written
+
+
+def _retry_failed(rows: Rows) -> int:
     return rows.filter(status=JobStatus.FAILED).update(
         status=JobStatus.READY,
         owner=None,

@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "django_skipqueue.outbox",
     "django_skipqueue.reservations",
     "django_skipqueue.scheduling",
+    "django_skipqueue.workflows",
     "testproject.demo",
 ]
 

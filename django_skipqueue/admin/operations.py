@@ -24,7 +24,7 @@ from django_skipqueue.retries import message_record
 #: Jobs changed per transaction: small enough that no lock is held for long.
 CHUNK = 500
 #: What is read of each changed job for its log entry: never the JSON payloads.
-LABEL_FIELDS = ("pk", "task_path", "queue_name", "status")
+LABEL_FIELDS = ("pk", "task_path", "queue_name", "status", "batch_id")
 
 FAILED = Q(status=JobStatus.FAILED)
 WAITING = Q(status__in=(JobStatus.READY, JobStatus.SCHEDULED))
@@ -67,7 +67,7 @@ def cancel_waiting(queryset: JobQuery, record: Recorder, note: str) -> Report:
         jobs = _lock(rows, "errors")
         for job in jobs:
             job.errors = [*job.errors, error]
-            transitions.cancel_waiting(rows.filter(pk=job.pk), job.errors)
+            transitions.cancel_waiting(rows.filter(pk=job.pk), job.errors, job)
             job.status = JobStatus.CANCELLED
         return jobs
 
@@ -103,7 +103,7 @@ def _retry(rows: JobQuery, report: Report) -> list[Job]:
     jobs = _lock(rows)
     try:
         with transaction.atomic(using=rows.db):
-            transitions.retry_failed(_only(rows, jobs))
+            transitions.retry_failed(_only(rows, jobs), jobs)
     except IntegrityError:
         jobs = [job for job in jobs if _retry_one(rows, job, report)]
     for job in jobs:
@@ -114,7 +114,7 @@ def _retry(rows: JobQuery, report: Report) -> list[Job]:
 def _retry_one(rows: JobQuery, job: Job, report: Report) -> bool:
     try:
         with transaction.atomic(using=rows.db):
-            transitions.retry_failed(rows.filter(pk=job.pk))
+            transitions.retry_failed(rows.filter(pk=job.pk), [job])
     except IntegrityError:
         report.key_conflicts.append(job.pk)
         return False

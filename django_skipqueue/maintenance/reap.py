@@ -51,6 +51,7 @@ REAP_FIELDS = (
     "lease_until",
     "errors",
     "worker_ids",
+    "batch_id",
 )
 _TOKEN = secrets.token_hex(4)
 #: The ReapResult counter of each transition a reclaimed lease can take.

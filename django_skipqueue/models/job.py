@@ -49,6 +49,10 @@ class Job(models.Model):
     errors = models.JSONField(default=list)
     return_value = models.JSONField(null=True, blank=True)
     worker_ids = models.JSONField(default=list)
+    # The batch or chain (django_skipqueue.workflows) the job belongs to; NULL for most jobs.
+    # No index: a transition reads it from the row it already holds, and the batch's members
+    # are listed in the workflows app's own table, so plain jobs pay for nothing.
+    batch_id = models.BigIntegerField(null=True, blank=True)
 
     idempotency_key = models.CharField(max_length=191, null=True, blank=True)
     # The key while it must stay unique, NULL otherwise: a plain UNIQUE index on it

@@ -55,6 +55,7 @@ HOWTO_PAGES = [
     "howto/replicas.md",
     "howto/migrate.md",
     "howto/schedule-tasks.md",
+    "howto/batches.md",
 ]
 #: What a page names but a test cannot have, and the stand-in written instead: the database
 #: servers of replicas.md become the project's own database (its settings' PROJECT["database"]),

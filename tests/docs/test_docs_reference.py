@@ -128,6 +128,17 @@ def test_every_schedule_model_field_is_documented():
         assert f"(`{model._meta.db_table}`)" in page.read_text()
 
 
+def test_every_workflow_model_field_is_documented():
+    page = docpages.DOCS / "reference" / "workflows.md"
+    by_model = {s.title.split("`")[1]: s.text for s in docpages.sections(page) if s.level == 3}
+    models = list(apps.get_app_config("skipqueue_workflows").get_models())
+    assert sorted(by_model) == sorted(model.__name__ for model in models)
+    for model in models:
+        rows = set(re.findall(r"^\| `(\w+)` \|", by_model[model.__name__], re.MULTILINE))
+        assert rows == {field.name for field in model._meta.fields}, model.__name__
+        assert f"(`{model._meta.db_table}`)" in page.read_text()
+
+
 def test_every_exception_is_documented():
     text = docpages.read("reference/exceptions.md")
     documented = set(re.findall(r"^\| `(\w+)` \|", text, re.MULTILINE))

@@ -1,0 +1,1 @@
+"""Batches and chains (django_skipqueue.workflows)."""
