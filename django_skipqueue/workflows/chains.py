@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.tasks import DEFAULT_TASK_BACKEND_ALIAS
 from django.utils import timezone
 
+from ..compat import DEFAULT_TASK_BACKEND_ALIAS
 from ..enqueue import open_batch
 from ..payload import normalize_arguments
 from ..tasks import resolve_task

@@ -14,9 +14,9 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import F
-from django.tasks import DEFAULT_TASK_BACKEND_ALIAS, Task
 from django.utils import timezone
 
+from ..compat import DEFAULT_TASK_BACKEND_ALIAS, Task
 from ..enqueue import open_batch
 from ..exceptions import BatchFinished
 from ..models import Job

@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.tasks import DEFAULT_TASK_BACKEND_ALIAS
-
+from ..compat import DEFAULT_TASK_BACKEND_ALIAS
 from ..models import Job
 from ..queues import queue_database
 from ..states import JobStatus

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from django.tasks import TaskContext, task
-
+from django_skipqueue.compat import TaskContext
 from django_skipqueue.models import Job
+from django_skipqueue.tasks import task
 from django_skipqueue.workflows import batch_result
 from tests.support.worker_tasks import write_ledger
 
