@@ -8,6 +8,7 @@ from typing import Any
 from benchmarks import (
     admin_section,
     binlog_section,
+    metrics_section,
     outbox_section,
     plots,
     reservations_section,
@@ -34,6 +35,8 @@ def write(results: dict[str, Any], quick: bool) -> Path:
         parts.append(admin_section.section(results["admin_render"]))
     if results.get("outbox") and not quick:
         parts.append(outbox_section.section(results["outbox"]))
+    if results.get("metrics") and not quick:
+        parts.append(metrics_section.section(results["metrics"]))
     parts.append(ANALYSIS)
     path = page(quick)
     path.write_text("\n\n".join(part.strip() for part in parts if part) + "\n")

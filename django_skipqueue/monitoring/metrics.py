@@ -68,6 +68,8 @@ class Exporter(Protocol):
 
     def database_error(self, role: str) -> None: ...
 
+    def flush(self) -> None: ...
+
 
 #: The exporter of this ``runworkers`` run (``--metrics-port``), or None: metrics are off, and
 #: each hook costs one ``is None`` test.

@@ -143,6 +143,8 @@ class Worker:
                 self._record_and_claim()
             else:
                 self._record()
+                if self.metrics.exporter is not None:
+                    self.metrics.exporter.flush()
             self.db_backoff.reset()
         except Error as error:
             self._database_trouble(error)
@@ -216,6 +218,8 @@ class Worker:
         others = queues[1:]
         claimed = self._record(claim_from=first, wanted=wanted)
         claimed = self.claimer.claim_rest(others, wanted, claimed)
+        if self.metrics.exporter is not None:
+            self.metrics.exporter.flush()  # before a job starts: it may kill this process
         for job in claimed:
             self._start_job(job)
         if claimed:
@@ -342,6 +346,8 @@ class Worker:
             self.released, self.interrupted = self.jobs.give_back_all(self._stop_cause())
             heartbeat.beat(self.owner, self.using, self.metrics)
             heartbeat.mark_stopped(self.owner, self.using)
+            if self.metrics.exporter is not None:
+                self.metrics.exporter.flush()
         except Error:
             logger.exception("could not record the final state worker=%s", self.owner)
         self.executor.shutdown()

@@ -1,0 +1,56 @@
+"""The metrics' section of docs/benchmarks.md, from ``python -m benchmarks.metrics_cost``'s JSON.
+
+What ``runworkers --metrics-port`` costs a drain is measured by its own command (on and off,
+interleaved), so this section reports its last run as it was taken.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+
+def _figure(runs: list[float]) -> str:
+    return f"{statistics.median(runs):,.0f} ({min(runs):,.0f}–{max(runs):,.0f})"
+
+
+def _cpu(runs: list[float]) -> str:
+    return f"{statistics.median(runs):.3f} ({min(runs):.3f}–{max(runs):.3f})"
+
+
+def section(result: dict[str, Any]) -> str:
+    from benchmarks.report import table
+
+    runs = result["jobs_per_s"]
+    cpu = result["cpu_ms_per_job"]
+    pairs = [on / off for on, off in zip(runs["on"], runs["off"], strict=True)]
+    rows = [
+        ["metrics off", _figure(runs["off"]), _cpu(cpu["off"])],
+        ["`--metrics-port`, scraped every second", _figure(runs["on"]), _cpu(cpu["on"])],
+    ]
+    machine = result.get("machine", {})
+    return f"""
+## Prometheus metrics: a drain with `--metrics-port` against without
+
+`python -m benchmarks.metrics_cost`: {result["jobs"]:,} no-op jobs drained by `runworkers
+--burst --processes {result["processes"]} --threads {result["threads"]}`, {result["reps"]} runs
+each way, interleaved with the order alternating; with metrics on, a scraper reads the port
+every second. Jobs per second from the first claim to the last completion (the jobs' own
+timestamps), and the CPU the runworkers processes spent per job (getrusage, less that of a run
+with nothing to do), median (min–max):
+
+{table(["Run", "jobs/s", "worker CPU ms per job"], rows)}
+
+Throughput on ÷ off: **{result["ratio"]:.2f}×** (medians; the pairs, in run order:
+{", ".join(f"{p:.2f}" for p in pairs)}). CPU per job off ÷ on, the throughput the CPU alone
+allows: **{result["cpu_ratio"]:.2f}×**. On a machine shared with other runs, throughput swings
+with the load from one run to the next far more than the metrics move it; the CPU per job is
+the steadier measure of their cost.
+Off, the worker's hooks are one `is None` test each; on, they add to dicts and write the memory
+maps once per loop turn, about 12-25 µs of CPU per no-op job on this machine under load
+(a micro-benchmark of the hooks alone).
+
+*Run {result.get("measured_at", "?")}, on {machine.get("cpu", "?")} ({machine.get("cores", "?")}
+cores) with Python {machine.get("python", "?")}; load average at its end
+{result.get("load_average")}; other runs seen: {len(result.get("busy", []))}.*
+"""
