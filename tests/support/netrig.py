@@ -8,7 +8,10 @@ connection, and nothing tells the sender. The rig makes them real:
 - ``partition(host)``: an nftables table inside the host's namespace that drops every packet
   but loopback's, in and out, without a reply (a silent partition); ``heal(host)`` removes it;
 - ``link(host, delay_ms, loss)``: ``tc netem`` on both ends of the host's veth pair (a slow or
-  lossy link; the round trip is twice ``delay_ms``).
+  lossy link; the round trip is twice ``delay_ms``), where the kernel has ``sch_netem``;
+- ``lose(host, percent)``: an nftables rule in the host's namespace that drops that share of its
+  packets at random, each way (real loss without netem); a delay without netem comes from
+  ``tests/support/delayrelay.py``, a relay on the server's address.
 
 It only sends traffic to the addresses it made: the subnet is one of 10.213.0.0/16 that no
 interface of the machine uses. Every name it makes carries the pid of the process that made
@@ -207,11 +210,39 @@ class NetRig:
         run(*host.prefix(), "nft", "delete", "table", "inet", "skq_partition")
         self.partitioned.discard(host.index)
 
+    def lose(self, host: Host, percent: int) -> None:
+        """Drop ``percent`` % of ``host``'s packets at random, each way (real loss, no netem)."""
+        rules = (
+            "table inet skq_loss {\n"
+            " chain in { type filter hook input priority 0; policy accept;"
+            f' iifname != "lo" numgen random mod 100 < {percent} drop; }}\n'
+            " chain out { type filter hook output priority 0; policy accept;"
+            f' oifname != "lo" numgen random mod 100 < {percent} drop; }}\n'
+            "}\n"
+        )
+        subprocess.run(
+            [*host.prefix(), "nft", "-f", "-"],
+            input=rules,
+            text=True,
+            check=True,
+            capture_output=True,
+            timeout=COMMAND_TIMEOUT,
+        )
+
+    def keep_all(self, host: Host) -> None:
+        """End ``lose()``."""
+        run(*host.prefix(), "nft", "delete", "table", "inet", "skq_loss", check=False)
+
     def link(self, host: Host, delay_ms: float, loss: float = 0.0) -> None:
         """Delay (each way) and lose (percent, each way) the packets of ``host``'s link."""
         netem = ("netem", "delay", f"{delay_ms}ms", "loss", f"{loss}%", "limit", "100000")
         run("tc", "qdisc", "replace", "dev", host.outside, "root", *netem)
         run(*host.prefix(), "tc", "qdisc", "replace", "dev", host.inside, "root", *netem)
+
+    def unshape(self, host: Host) -> None:
+        """Remove the delay and loss of ``host``'s link (nothing to remove is fine)."""
+        run("tc", "qdisc", "del", "dev", host.outside, "root", check=False)
+        run(*host.prefix(), "tc", "qdisc", "del", "dev", host.inside, "root", check=False)
 
     # Clean-up.
 

@@ -89,8 +89,9 @@ class Hosts:
         self.db = PrivateDatabase(server, DATABASE)
         self.started: dict[int, Supervisor] = {}
 
-    def env(self, **settings: Any) -> dict[str, str]:
-        return child_env(self.server.url(DATABASE), **settings)
+    def env(self, *, port: int | None = None, **settings: Any) -> dict[str, str]:
+        """A child's environment (``port``: reach the server through a relay there)."""
+        return child_env(self.server.url(DATABASE, port), **settings)
 
     def start(
         self, host: netrig.Host, env: dict[str, str], *args: str, wrapper: tuple[str, ...] = ()
@@ -168,10 +169,8 @@ def hosts(rig: netrig.NetRig, rig_server: Any, tmp_path: Path) -> Iterator[Hosts
         for host in rig.hosts:
             if host.index in rig.partitioned:
                 rig.heal(host)
-            netrig.run("tc", "qdisc", "del", "dev", host.outside, "root", check=False)
-            netrig.run(
-                *host.prefix(), "tc", "qdisc", "del", "dev", host.inside, "root", check=False
-            )
+            rig.unshape(host)
+            rig.keep_all(host)
 
 
 def first_line_after(supervisor: Supervisor, pattern: str, offset: int) -> bool:
