@@ -24,6 +24,7 @@ from django_skipqueue import transitions
 from django_skipqueue.compat import Task, TaskResult, normalize_json, task_started
 from django_skipqueue.conf import get_settings
 from django_skipqueue.context import JobContext
+from django_skipqueue.db.outage import TOO_MANY_CONNECTIONS
 from django_skipqueue.db.transactions import retry_whole_transaction
 from django_skipqueue.exceptions import (
     InvalidPayload,
@@ -50,6 +51,8 @@ from django_skipqueue.tasks import retry_policy
 
 #: ``Outcome.status`` of an attempt to be retried (the job is then SCHEDULED or READY).
 RETRY = "retry"
+#: Longest pause of a job thread whose tasks keep being refused a connection, in seconds.
+MAX_REFUSED_PAUSE = 5.0
 #: ``Outcome.status`` of an attempt that raised Snooze: SCHEDULED again, the attempt given back.
 SNOOZED = "snoozed"
 
@@ -146,6 +149,8 @@ class Executor:
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Close a job thread's connections after each job (SKIPQUEUE_RELEASE_JOB_CONNECTIONS).
         self.release_connections = get_settings().RELEASE_JOB_CONNECTIONS
+        #: Per job thread: tasks refused a connection in a row (see _pause_after_refusal).
+        self._refusals = threading.local()
 
     def submit(self, running: Running, task: Task) -> None:
         """Start ``running`` on the pool or the event loop."""
@@ -191,12 +196,31 @@ class Executor:
         close_old_connections()
         close_dead_connections()
         try:
-            return self._attempt(running, task)
+            outcome = self._attempt(running, task)
         finally:
             if self.release_connections:  # an idle thread then holds no connection
                 connections.close_all()
             else:
                 close_old_connections()
+        self._pause_after_refusal(outcome)
+        return outcome
+
+    def _pause_after_refusal(self, outcome: Outcome) -> None:
+        """Hold this thread back for a while after its task was refused a connection.
+
+        A server at ``max_connections`` refuses this thread's next connection too, at once, so
+        the thread would be the first free one again and take the next job, often the retry of
+        the one it just failed: a job could spend all its attempts on it while other threads
+        and hosts have connections. Waiting before it reports (holding its slot, half a second
+        and doubling up to MAX_REFUSED_PAUSE) lets those others take the retries.
+        """
+        error = outcome.exception
+        refused = isinstance(error, Error) and bool(error.args)
+        if refused and error is not None and error.args[0] in TOO_MANY_CONNECTIONS:
+            self._refusals.count = getattr(self._refusals, "count", 0) + 1
+            time.sleep(min(MAX_REFUSED_PAUSE, 0.5 * 2 ** (self._refusals.count - 1)))
+        else:
+            self._refusals.count = 0
 
     def _attempt(self, running: Running, task: Task) -> Outcome:
         context = self._start(running, task)
