@@ -159,6 +159,8 @@ class SkipQueueSettings:
     SCHEDULER_GRACE: float = 60.0
     #: Seconds tick rows are kept (the admin's history of each schedule).
     SCHEDULER_TICK_RETENTION: float = 7 * 86_400.0
+    #: skipqueue_health fails when an enabled schedule's next tick is this many seconds late.
+    HEALTH_MAX_SCHEDULE_LAG: float = 300.0
 
 
 _current: list[SkipQueueSettings] = []

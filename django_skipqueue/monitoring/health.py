@@ -20,6 +20,7 @@ class Unhealthy(IntEnum):
     OUTBOX_TOO_OLD = 6
     HISTORY_TOO_LONG = 7
     TRANSACTION_TOO_OLD = 8
+    SCHEDULE_OVERDUE = 9
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,14 @@ from typing import Any
 
 from django.apps import apps
 
+from ..durations import format_seconds
 from .timing import zone
 
 APP = "django_skipqueue.scheduling"
 #: Schedules listed at most; a line says how many more there are.
 SHOWN = 50
+#: Overdue schedules named at most by skipqueue_health.
+OVERDUE_NAMED = 5
 
 
 @dataclass
@@ -52,6 +55,28 @@ def schedule_status(using: str) -> list[ScheduleLine] | None:
     job_ids = [row.last_job_id for row in rows if row.last_job_id]
     statuses = dict(Job.objects.using(using).filter(pk__in=job_ids).values_list("pk", "status"))
     return [_line(row, statuses) for row in rows]
+
+
+def overdue_problem(using: str, limit: float) -> str | None:
+    """Why the schedules are unhealthy (an enabled one is over ``limit`` seconds late), or None.
+
+    Reads the scheduler's own index (enabled, next_tick_at): the oldest due ticks first.
+    """
+    if not apps.is_installed(APP):
+        return None
+    from ..db.clock import DatabaseNowPlus, read_db_now
+    from .models import Schedule
+
+    late = list(Schedule.objects.using(using).due(DatabaseNowPlus(-limit))[:OVERDUE_NAMED])
+    if not late:
+        return None
+    now = read_db_now(using)
+    names = ", ".join(f"{row.name} ({format_seconds(_late(row, now))} late)" for row in late)
+    return f"schedules overdue (limit {format_seconds(limit)}): {names}"
+
+
+def _late(row: Any, now: datetime) -> float:
+    return (now - row.next_tick_at).total_seconds() if row.next_tick_at else 0.0
 
 
 def render(lines: list[ScheduleLine]) -> str:

@@ -28,6 +28,7 @@ from django_skipqueue.monitoring.health import (
 )
 from django_skipqueue.monitoring.stats import queue_status
 from django_skipqueue.outbox.stats import lag_problem, outbox_status
+from django_skipqueue.scheduling.status import overdue_problem
 
 
 class Command(BaseCommand):
@@ -36,7 +37,7 @@ class Command(BaseCommand):
         "4 a ready job waited too long, 5 the reaper is not running, 6 an outbox message "
         "waited too long (with the outbox app), 7 the InnoDB history list is too long, "
         "8 a transaction on the server is too old (7 and 8 when their limits are set), "
-        "1 cannot check; "
+        "9 a schedule's tick is overdue (with the scheduling app), 1 cannot check; "
         "with several problems, the first of these. Each problem is printed."
     )
     # No system checks: they may need the database, and an unreachable database must end in
@@ -79,6 +80,13 @@ class Command(BaseCommand):
             help="Longest acceptable age of an open transaction on the server "
             "(default: SKIPQUEUE_HEALTH_MAX_TRANSACTION_AGE; none: not checked).",
         )
+        parser.add_argument(
+            "--max-schedule-lag",
+            type=positive_float,
+            metavar="SECONDS",
+            help="Longest acceptable delay of an enabled schedule's next tick "
+            "(default: SKIPQUEUE_HEALTH_MAX_SCHEDULE_LAG).",
+        )
         add_backend(parser, "Task backend to check")
         parser.add_argument("--json", action="store_true", help="Print the verdict as JSON.")
         accept_skip_checks(parser)
@@ -90,6 +98,8 @@ class Command(BaseCommand):
             report = queue_status(backend.database, backend.queue_names, window_minutes=1)
             outbox = outbox_status(backend.database)
             server = self._server(options, backend.database)
+            lag = options["max_schedule_lag"] or get_settings().HEALTH_MAX_SCHEDULE_LAG
+            overdue = overdue_problem(backend.database, lag)
         except (CommandError, DatabaseError, ValueError) as error:
             raise CommandError(f"UNHEALTHY: cannot check the queue: {error}") from error
         found = problems(report, thresholds)
@@ -98,6 +108,8 @@ class Command(BaseCommand):
             found.append(Problem(Unhealthy.OUTBOX_TOO_OLD, lag))
         if server is not None:
             found += database_problems(server, *self._server_limits(options))
+        if overdue:
+            found.append(Problem(Unhealthy.SCHEDULE_OVERDUE, overdue))
         if options["json"]:
             verdict = [
                 {"status": p.check.value, "check": p.check.name, "reason": p.reason} for p in found
