@@ -70,8 +70,9 @@ Commit-to-publish latency on an idle relay ({len(latencies)} messages, each writ
 transaction 50 ms apart, timed from the commit's return to a consumer's receipt): p50
 **{statistics.median(latencies):.1f} ms**, p99 {p99:.1f} ms, against a target of a 10 ms p50.
 The commit's wake-up datagram names the partition of the message, and the woken relay leases
-it at once; what remains is the claim transaction (lease, read, stamp, commit: five statements
-and one log flush in MariaDB) before the publish, each statement a round trip to a server
+it at once; what remains is the claim transaction before the publish (a locking read and an
+update for the lease, the read of the messages, their stamp, and a commit that waits for
+MariaDB's log flush), each statement a round trip to a server
 that shares two cores with the test suites of the other runs (the load average above).
 
 Write cost, one transaction with one event: `publish()` {writes["publish"]:,.0f} µs, `enqueue()`
