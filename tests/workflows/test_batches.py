@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -9,10 +11,12 @@ from django.utils import timezone
 
 from django_skipqueue import transitions
 from django_skipqueue.exceptions import BatchFinished
+from django_skipqueue.maintenance.reap import reap
 from django_skipqueue.models import Job
 from django_skipqueue.states import JobStatus
 from django_skipqueue.workflows import batch, batch_result, extend
 from django_skipqueue.workflows.models import Batch, Member
+from tests.support.admin import run_action
 from tests.support.tasks import noop
 from tests.worker.test_worker_inprocess import no_burst_horizon, run_worker  # noqa: F401
 from tests.workflows.tasks import broken, callback, part
@@ -147,3 +151,26 @@ def test_a_lost_fence_counts_nothing(close_thread_connections):
     assert transitions.succeed(job, 2) is False
     row = Batch.objects.get(pk=b.id)
     assert (row.succeeded, len(callback_jobs())) == (1, 1)
+
+
+def test_the_reaper_counts_a_job_whose_last_lease_expired(close_thread_connections):
+    with batch(on_failure=CALLBACK, on_finish=CALLBACK) as b:
+        broken.enqueue(1)  # max_attempts=1: a lost lease ends it for good
+    (job,) = Job.objects.claim(["default"], limit=1, owner="test:dead")
+    Job.objects.filter(pk=job.pk).update(lease_until=timezone.now() - timedelta(minutes=1))
+    assert reap().failed == 1
+    row = Batch.objects.get(pk=b.id)
+    assert (row.failed, row.finished_at is not None) == (1, True)
+    assert row.failure_job_id and row.finish_job_id
+    assert not transitions.succeed(job, None), "the dead owner's late success is refused"
+    assert Batch.objects.get(pk=b.id).succeeded == 0
+
+
+def test_an_admin_cancel_of_a_waiting_job_counts_it_cancelled(admin_client):
+    with batch(on_success=CALLBACK, on_finish=CALLBACK) as b:
+        waiting = part.enqueue(1)
+    response = run_action(admin_client, "cancel_waiting", [Job.objects.get(pk=waiting.id)])
+    assert response.status_code == 200
+    row = Batch.objects.get(pk=b.id)
+    assert (row.cancelled, row.success_job_id, row.finished_at is not None) == (1, None, True)
+    assert row.finish_job_id == callback_jobs()[0].pk
