@@ -153,3 +153,41 @@ def test_partition_shorter_than_the_lease(hosts, figures):
     assert (report.lost, report.succeeded) == (0, len(ids))
     assert (report.duplicates, report.reattempted, report.errors) == (0, 0, {})
     assert cut_counters["lost_leases"] == 0
+
+
+def test_partition_of_the_database_host(hosts, figures):
+    """Every host loses the server for longer than the lease while jobs run, then it returns."""
+    lease = 4.0
+    supervisors, owners = start_hosts(hosts, lease)
+    everyone = set().union(*owners)
+    producer = hosts.env(WAKEUP=False)
+    hosts.enqueue(producer, TASK, 24, seconds=1.0)
+    held = wait_for(lambda: len(held_by(hosts, everyone)) >= 4 and held_by(hosts, everyone), 120)
+    offsets = [len(supervisor.log()) for supervisor in supervisors]
+    for host in hosts.rig.hosts[:3]:
+        hosts.rig.partition(host)
+    began = time.monotonic()
+    try:
+        for supervisor, offset in zip(supervisors, offsets, strict=True):
+            wait_for(
+                lambda s=supervisor, o=offset: first_line_after(s, "^database unreachable", o),
+                TIMEOUT + HEARTBEAT + SLACK,
+            )
+        noticed = time.monotonic() - began
+        time.sleep(max(0.0, lease + 2.0 - noticed))  # past every lease
+    finally:
+        partitioned_for = time.monotonic() - began
+        for host in hosts.rig.hosts[:3]:
+            hosts.rig.heal(host)
+    ids = [pk for (pk,) in hosts.db.query("SELECT id FROM skipqueue_job")]
+    wait_for(lambda: finished(hosts, ids), 120)
+    report = audit(hosts.db.jobs(), hosts.db.ledger())
+    figures.update(
+        lease_s=lease,
+        held=len(held),
+        all_noticed_s=round(noticed, 2),
+        partitioned_s=round(partitioned_for, 1),
+        **report.as_dict(),
+    )
+    assert report.problems == [] and (report.lost, report.failed) == (0, 0)
+    assert set(report.causes) <= {"LeaseExpired"}
