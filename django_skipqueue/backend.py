@@ -22,6 +22,7 @@ from django_skipqueue.compat import (
 )
 from django_skipqueue.conf import get_settings
 from django_skipqueue.exceptions import AppNotInstalled, InvalidQueueName, InvalidTaskOption
+from django_skipqueue.monitoring import tracing
 from django_skipqueue.tasks import SkipQueueTask, resolve_task
 
 if TYPE_CHECKING:
@@ -81,7 +82,16 @@ class SkipQueueBackend(BaseTaskBackend):
         from django_skipqueue.enqueue import build_job, insert_job, join_batch
 
         self.validate_task(task)
-        job, created = insert_job(build_job(task, args, kwargs), self.database)
+        job = build_job(task, args, kwargs)
+        span = tracing.start_enqueue(job.task_path, job.queue_name, [job]) if _traced() else None
+        try:
+            job, created = insert_job(job, self.database)
+        except BaseException as error:
+            if span is not None:
+                tracing.end_enqueue(span, [job], error)
+            raise
+        if span is not None:
+            tracing.end_enqueue(span, [job])
         result = self._result(job, task if created else None)
         if created:
             if job.batch_id is not None:
@@ -104,6 +114,9 @@ class SkipQueueBackend(BaseTaskBackend):
         config = get_settings()
         now = timezone.now()
         jobs = build_jobs(calls, config=config, now=now)
+        if jobs and _traced():  # one span for the call, its context stored with every job
+            span = tracing.start_enqueue(jobs[0].task_path, jobs[0].queue_name, jobs)
+            tracing.end_enqueue(span, jobs)
         plain = insert_jobs([job for job in jobs if job.idempotency_key is None], self.database)
         created: list[Job] = list(plain)
         results = self._results_in_order(calls, jobs, plain, created)
@@ -209,3 +222,7 @@ def _check_range(task: Task, name: str, low: int, high: int) -> None:
         raise InvalidTaskOption(
             f"{name} must be a whole number from {low} to {high}, not {value!r}."
         )
+
+
+def _traced() -> bool:
+    return tracing.enabled()

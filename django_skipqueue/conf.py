@@ -105,6 +105,9 @@ class SkipQueueSettings:
     HEALTH_MAX_TRANSACTION_AGE: float | None = None
     #: Bearer token that lets Prometheus read the metrics view; None: staff logins only.
     METRICS_TOKEN: str | None = None
+    #: OpenTelemetry spans for enqueues and attempts, and trace context carried by jobs and
+    #: outbox messages (needs the opentelemetry-api package).
+    TRACING: bool = False
     #: Seconds a worker trusts its list of paused queues before reading it again.
     PAUSE_CACHE_SECONDS: float = 1.0
     #: Seconds the per-minute counters and the rows of stopped or stale workers are kept.

@@ -126,6 +126,7 @@ RULES: dict[str, Rule] = {
     "HEALTH_MAX_HISTORY_LENGTH": or_none(whole(1)),
     "HEALTH_MAX_TRANSACTION_AGE": seconds(none=True),
     "METRICS_TOKEN": one_of(str, None, wanted="a string or None"),
+    "TRACING": one_of(bool, wanted="True or False"),
     "PAUSE_CACHE_SECONDS": seconds(zero=True),
     "METRICS_RETENTION_SECONDS": seconds(),
     "PRUNE_INTERVAL": seconds(),

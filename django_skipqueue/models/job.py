@@ -49,6 +49,8 @@ class Job(models.Model):
     errors = models.JSONField(default=list)
     return_value = models.JSONField(null=True, blank=True)
     worker_ids = models.JSONField(default=list)
+    # The enqueuing trace's W3C context (traceparent, tracestate) with SKIPQUEUE_TRACING on.
+    trace_context = models.JSONField(null=True, blank=True)
     # The batch or chain (django_skipqueue.workflows) the job belongs to; NULL for most jobs.
     # No index: a transition reads it from the row it already holds, and the batch's members
     # are listed in the workflows app's own table, so plain jobs pay for nothing.

@@ -73,8 +73,15 @@ def _row(message: Message) -> OutboxMessage:
         key=message.key,
         message_id=message_id,
         payload=_checked_payload(message.payload, settings.OUTBOX_MAX_PAYLOAD_BYTES),
-        headers=_checked_headers(message.headers),
+        headers=_checked_headers(_traced(message.headers)),
     )
+
+
+def _traced(headers: Any) -> Any:
+    """The headers plus the current trace context, with SKIPQUEUE_TRACING on."""
+    from ..monitoring import tracing
+
+    return tracing.with_context(headers) if tracing.enabled() else headers
 
 
 def _checked_payload(payload: Any, limit: int) -> Any:

@@ -36,6 +36,7 @@ from django_skipqueue.exceptions import (
     TaskNotFound,
 )
 from django_skipqueue.models import Job
+from django_skipqueue.monitoring import tracing
 from django_skipqueue.queues import backend_class
 from django_skipqueue.results import build_result, task_for_job
 from django_skipqueue.retries import error_record, message_record
@@ -147,6 +148,8 @@ class Executor:
         #: The sender of task_started: the configured backend's class, as Django documents.
         self.sender = backend_class(backend_alias)
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: OpenTelemetry spans per attempt (read once: off, no attempt calls into tracing).
+        self.tracing = get_settings().TRACING and tracing.enabled()
         #: Close a job thread's connections after each job (SKIPQUEUE_RELEASE_JOB_CONNECTIONS).
         self.release_connections = get_settings().RELEASE_JOB_CONNECTIONS
         #: Per job thread: tasks refused a connection in a row (see _pause_after_refusal).
@@ -196,7 +199,12 @@ class Executor:
         close_old_connections()
         close_dead_connections()
         try:
-            outcome = self._attempt(running, task)
+            if self.tracing:
+                with tracing.attempt_span(running.job) as span:
+                    outcome = self._attempt(running, task)
+                    tracing.attempt_ended(span, outcome.status, outcome.exception)
+            else:
+                outcome = self._attempt(running, task)
         finally:
             if self.release_connections:  # an idle thread then holds no connection
                 connections.close_all()
@@ -275,6 +283,14 @@ class Executor:
         return None
 
     async def _run_async(self, running: Running, task: Task) -> Outcome:
+        if not self.tracing:
+            return await self._attempt_async(running, task)
+        with tracing.attempt_span(running.job) as span:
+            outcome = await self._attempt_async(running, task)
+            tracing.attempt_ended(span, outcome.status, outcome.exception)
+            return outcome
+
+    async def _attempt_async(self, running: Running, task: Task) -> Outcome:
         context = self._start(running, task)
         started = running.started_at or time.monotonic()
         deadline = asyncio.timeout(running.job.timeout_seconds)
