@@ -15,10 +15,16 @@ Code that may run on other backends too can ask :func:`is_cancel_requested` inst
 from __future__ import annotations
 
 import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 from django_skipqueue.compat import TaskContext
 from django_skipqueue.exceptions import JobCancelled
+
+#: The job whose attempt runs in this thread or coroutine (None outside one): JSON log lines
+#: read it to say which job a line is about (monitoring/logs.py).
+current_job: ContextVar[Any] = ContextVar("skipqueue_current_job", default=None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

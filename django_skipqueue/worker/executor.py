@@ -23,7 +23,7 @@ from django.db import Error, close_old_connections, connections, transaction
 from django_skipqueue import transitions
 from django_skipqueue.compat import Task, TaskResult, normalize_json, task_started
 from django_skipqueue.conf import get_settings
-from django_skipqueue.context import JobContext
+from django_skipqueue.context import JobContext, current_job
 from django_skipqueue.db.outage import TOO_MANY_CONNECTIONS
 from django_skipqueue.db.transactions import retry_whole_transaction
 from django_skipqueue.exceptions import (
@@ -206,6 +206,7 @@ class Executor:
             else:
                 outcome = self._attempt(running, task)
         finally:
+            current_job.set(None)  # the thread's next log lines are no longer this job's
             if self.release_connections:  # an idle thread then holds no connection
                 connections.close_all()
             else:
@@ -310,6 +311,7 @@ class Executor:
 
     def _start(self, running: Running, task: Task) -> JobContext:
         running.started_at = time.monotonic()
+        current_job.set(running.job)
         job = running.job
         running.result = build_result(job, task_for_job(task, job), self.backend_alias)
         return JobContext(task_result=running.result, cancel_event=running.cancel_event)

@@ -151,7 +151,15 @@ class Holdings:
         for pk, running in self.held.items():
             if pk not in flags and not running.lease_lost:
                 running.lease_lost = True
-                logger.warning("lease lost job=%s worker=%s", pk, self.owner)
+                job = running.job
+                logger.warning(
+                    "lease lost job=%s task=%s queue=%s attempt=%s worker=%s",
+                    pk,
+                    job.task_path,
+                    job.queue_name,
+                    job.attempts,
+                    self.owner,
+                )
             elif flags.get(pk):
                 running.cancel_event.set()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
@@ -179,3 +180,9 @@ def snooze_twice(context: TaskContext) -> int:
 def snooze_forever(context: TaskContext) -> None:
     write_ledger(context, "snooze")
     raise Snooze(0.2)
+
+
+@task()
+def log_a_line(text: str) -> None:
+    """Log as task code does: the JSON formatter must say which job the line is about."""
+    logging.getLogger("tests.tasks").warning("the task says %s", text)
