@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,18 @@ if TYPE_CHECKING:
 
 QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
+
+
+class EnqueuedMany(list[TaskResult]):
+    """The results of ``enqueue_many()`` in call order, and which calls were duplicates.
+
+    ``duplicates`` maps the index of each keyed call that inserted nothing to the result of
+    the job that holds its key (also at that index of the list): reported, not dropped.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.duplicates: dict[int, TaskResult] = {}
 
 
 class SkipQueueBackend(BaseTaskBackend):
@@ -82,10 +95,11 @@ class SkipQueueBackend(BaseTaskBackend):
         from django_skipqueue.enqueue import build_job, insert_job, join_batch
 
         self.validate_task(task)
+        replace = getattr(task, "unique_replace", ())
         job = build_job(task, args, kwargs)
         span = tracing.start_enqueue(job.task_path, job.queue_name, [job]) if _traced() else None
         try:
-            job, created = insert_job(job, self.database)
+            job, created = insert_job(job, self.database, replace)
         except BaseException as error:
             if span is not None:
                 tracing.end_enqueue(span, [job], error)
@@ -97,16 +111,25 @@ class SkipQueueBackend(BaseTaskBackend):
             if job.batch_id is not None:
                 join_batch([job], self.database)
             task_enqueued.send(type(self), task_result=result)
+        if created or replace:
             self._wake_workers([job])
         return result
 
-    def enqueue_many(self, calls: Iterable[TaskCall]) -> list[TaskResult]:
+    def enqueue_many(self, calls: Iterable[TaskCall]) -> EnqueuedMany:
         """Enqueue many task calls with multi-row INSERTs; return their results in order.
 
-        Calls with an idempotency key are inserted one by one so that each key stays
-        race-free; the rest go in batches.
+        Keyed calls (an idempotency key, a unique_key) go in with one ``INSERT IGNORE`` per
+        batch: the result of a call whose key a live job (or an earlier call of the bulk)
+        holds is that job's, and its index is in ``duplicates``. Calls of a task with
+        ``unique_replace`` are enqueued one by one, as ``enqueue()`` does.
         """
-        from django_skipqueue.enqueue import build_jobs, insert_jobs, join_batch
+        from django_skipqueue.enqueue import (
+            build_jobs,
+            insert_job,
+            insert_jobs,
+            insert_keyed_jobs,
+            join_batch,
+        )
 
         calls = list(calls)
         for task in {id(task): task for task, _, _ in calls}.values():
@@ -117,14 +140,37 @@ class SkipQueueBackend(BaseTaskBackend):
         if jobs and _traced():  # one span for the call, its context stored with every job
             span = tracing.start_enqueue(jobs[0].task_path, jobs[0].queue_name, jobs)
             tracing.end_enqueue(span, jobs)
-        plain = insert_jobs([job for job in jobs if job.idempotency_key is None], self.database)
-        created: list[Job] = list(plain)
-        results = self._results_in_order(calls, jobs, plain, created)
+        plain = [i for i, job in enumerate(jobs) if job.idempotency_key is None]
+        unkeyed = set(plain)
+        replacing = {
+            i
+            for i, (task, _, _) in enumerate(calls)
+            if i not in unkeyed and bool(getattr(task, "unique_replace", None))
+        }
+        keyed = [i for i in range(len(jobs)) if i not in replacing and i not in unkeyed]
+        inserted = insert_jobs([jobs[i] for i in plain], self.database)
+        answers: dict[int, tuple[Job, bool]] = {
+            i: (job, True) for i, job in zip(plain, inserted, strict=True)
+        }
+        answers.update(
+            zip(keyed, insert_keyed_jobs([jobs[i] for i in keyed], self.database), strict=True)
+        )
+        for i in sorted(replacing):
+            replace = getattr(calls[i][0], "unique_replace", ())
+            answers[i] = insert_job(jobs[i], self.database, replace)
+        created = [job for job, new in answers.values() if new]
         if jobs and jobs[0].batch_id is not None:
             join_batch(created, self.database)
-        for result in results:
-            task_enqueued.send(type(self), task_result=result)
-        self._wake_workers(jobs)
+        results = EnqueuedMany()
+        for i, (task, _, _) in enumerate(calls):
+            job, new = answers[i]
+            result = self._result(job, task if new else None)
+            results.append(result)
+            if new:
+                task_enqueued.send(type(self), task_result=result)
+            else:
+                results.duplicates[i] = result
+        self._wake_workers(created + [answers[i][0] for i in replacing])
         return results
 
     def _wake_workers(self, jobs: list[Job]) -> None:
@@ -135,23 +181,6 @@ class SkipQueueBackend(BaseTaskBackend):
         queues = {job.queue_name for job in jobs if job.status == JobStatus.READY}
         if queues:
             wakeup.after_commit(self.database, queues)
-
-    def _results_in_order(
-        self, calls: list[TaskCall], jobs: list[Job], plain: list[Job], created: list[Job]
-    ) -> list[TaskResult]:
-        from django_skipqueue.enqueue import insert_job
-
-        plain_iter = iter(plain)
-        results = []
-        for (task, _, _), job in zip(calls, jobs, strict=True):
-            if job.idempotency_key is None:
-                job = next(plain_iter)
-            else:
-                job, new = insert_job(job, self.database)
-                if new:
-                    created.append(job)
-            results.append(self._result(job, task))
-        return results
 
     def get_result(self, result_id: str) -> TaskResult:
         """Retrieve a task result by id."""
@@ -196,6 +225,43 @@ def validate_options(task: Task) -> None:
         raise InvalidTaskOption(
             "Set backoff (a callable) or retry_backoff (the exponential base), not both."
         )
+    _check_unique(task)
+
+
+def _check_unique(task: Task) -> None:
+    """unique_key: a template naming the function's parameters, or a callable; unique_replace."""
+    from django_skipqueue.tasks import REPLACEABLE, template_fields
+
+    spec = getattr(task, "unique_key", None)
+    if isinstance(spec, str):
+        try:
+            fields = template_fields(spec)
+        except ValueError as error:
+            message = f"unique_key {spec!r} is not a valid template: {error}."
+            raise InvalidTaskOption(message) from error
+        parameters = list(inspect.signature(task.func).parameters)
+        if task.takes_context:
+            parameters = parameters[1:]
+        unknown = sorted(fields - set(parameters) - {""})
+        if "" in fields:
+            unknown.append("an empty {} (name the parameter)")
+        if not spec or unknown:
+            raise InvalidTaskOption(
+                f"unique_key {spec!r} must name parameters of {task.func.__name__} in braces "
+                f"({', '.join(parameters) or 'it has none'}); unknown: {unknown}."
+            )
+    elif spec is not None and not callable(spec):
+        raise InvalidTaskOption(
+            f"unique_key must be a template string or a callable, not {spec!r}."
+        )
+    replace = getattr(task, "unique_replace", ())
+    if not isinstance(replace, tuple | list) or not set(replace) <= REPLACEABLE:
+        raise InvalidTaskOption(
+            f"unique_replace must be a tuple of 'args' and 'run_after', not {replace!r}."
+        )
+    key = getattr(task, "idempotency_key", None)
+    if replace and spec is None and key is None:
+        raise InvalidTaskOption("unique_replace needs a unique_key (or an idempotency_key).")
 
 
 def _check_classes(task: Task, name: str, *, allow_none: bool = False) -> None:

@@ -12,12 +12,15 @@ from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 
+from django_skipqueue import transitions
 from django_skipqueue.compat import Task
 from django_skipqueue.conf import SkipQueueSettings, get_settings
-from django_skipqueue.db.bulkinsert import insert_rows
+from django_skipqueue.db.bulkinsert import insert_rows, insert_rows_keyed
 from django_skipqueue.db.transactions import retry_whole_transaction
 from django_skipqueue.models import Job, JobStatus
 from django_skipqueue.payload import check_size, normalize_arguments
+from django_skipqueue.states import WAITING_STATUSES
+from django_skipqueue.tasks import call_key
 
 #: Rows per multi-row INSERT in a bulk enqueue.
 BULK_BATCH_SIZE = 1000
@@ -66,7 +69,7 @@ def build_job(
         max_attempts=_option(task, "max_attempts", config.MAX_ATTEMPTS),
         lease_seconds=_option(task, "lease", int(config.LEASE_SECONDS)),
         timeout_seconds=getattr(task, "timeout", None),
-        idempotency_key=getattr(task, "idempotency_key", None),
+        idempotency_key=call_key(task, args, kwargs),
         enqueued_at=now,
         batch_id=None if members is None else members.batch_id,
     )
@@ -90,6 +93,9 @@ def build_jobs(
     templates: dict[int, tuple[Job, list[str]]] = {}
     jobs = []
     for task, args, kwargs in calls:
+        if getattr(task, "unique_key", None) is not None:  # a key of its own per call
+            jobs.append(build_job(task, args, kwargs, config=config, now=now))
+            continue
         json_args, json_kwargs = _json_arguments(args, kwargs, config)
         found = templates.get(id(task))
         if found is None:
@@ -148,20 +154,22 @@ def _option(task: Task, name: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def insert_job(job: Job, using: str) -> tuple[Job, bool]:
+def insert_job(job: Job, using: str, replace: Sequence[str] = ()) -> tuple[Job, bool]:
     """Insert ``job``; with an idempotency key, return the live job holding it instead.
 
     Returns the job and whether it was created. The unique index on the active key makes
     this race-free: a concurrent insert of the same key waits for the first one's
-    transaction, then fails with a duplicate key, and the existing row is read back.
+    transaction, then fails with a duplicate key, and the existing row is read back. With
+    ``replace`` (the task's ``unique_replace``), a holder still waiting takes this call's
+    arguments or run time (transitions 15, 16) and is returned.
     """
     if job.idempotency_key is None:
         job.save(using=using, force_insert=True)
         return job, True
-    return retry_whole_transaction(using, lambda: _insert_keyed(job, using))
+    return retry_whole_transaction(using, lambda: _insert_keyed(job, using, replace))
 
 
-def _insert_keyed(job: Job, using: str) -> tuple[Job, bool]:
+def _insert_keyed(job: Job, using: str, replace: Sequence[str]) -> tuple[Job, bool]:
     for _ in range(5):
         try:
             with transaction.atomic(using=using):
@@ -170,10 +178,94 @@ def _insert_keyed(job: Job, using: str) -> tuple[Job, bool]:
         except IntegrityError:
             job.pk = None
             existing = Job.objects.using(using).filter(active_key=job.idempotency_key).first()
-            if existing is not None:
+            if existing is None:
+                continue  # the holder finished (failed or cancelled): the key is free again
+            if not replace or existing.status not in WAITING_STATUSES:
                 return existing, False
-            # The holder finished (failed or cancelled) meanwhile: the key is free again.
+            if _replace(existing, job, replace):
+                return existing, False
+            # Claimed or promoted meanwhile: look again.
     raise IntegrityError(f"Could not insert or find a job with key {job.idempotency_key!r}.")
+
+
+def _replace(holder: Job, job: Job, replace: Sequence[str]) -> bool:
+    """Give the waiting ``holder`` the new call's arguments and/or run time (debounce)."""
+    fields: dict[str, Any] = {}
+    deferred = holder.status == JobStatus.SCHEDULED
+    if "args" in replace:
+        fields.update(args=job.args, kwargs=job.kwargs)
+    if "run_after" in replace:
+        fields["run_after"] = job.run_after
+        deferred = job.status == JobStatus.SCHEDULED
+    if not transitions.replace_waiting(holder, fields, deferred=deferred):
+        return False
+    for name, value in fields.items():
+        setattr(holder, name, value)
+    holder.status = JobStatus.SCHEDULED if deferred else JobStatus.READY
+    return True
+
+
+def insert_keyed_jobs(jobs: list[Job], using: str) -> list[tuple[Job, bool]]:
+    """Insert keyed jobs with one ``INSERT IGNORE`` per batch; report each duplicate.
+
+    Returns, for each job in order, the job inserted and True, or the live job that holds
+    its key and False: a job that holds it already, or an earlier call of the same batch.
+    Race-free as the single insert is (the unique index decides), in one transaction.
+    """
+    if not jobs:
+        return []
+    answers: list[tuple[Job, bool] | None] = [None] * len(jobs)
+    with transaction.atomic(using=using):
+        for start in range(0, len(jobs), BULK_BATCH_SIZE):
+            batch = range(start, min(start + BULK_BATCH_SIZE, len(jobs)))
+            _insert_keyed_batch(jobs, batch, using, answers)
+    return [answer for answer in answers if answer is not None]
+
+
+def _insert_keyed_batch(
+    jobs: list[Job], batch: range, using: str, answers: list[tuple[Job, bool] | None]
+) -> None:
+    first: dict[str, int] = {}
+    for index in batch:
+        first.setdefault(jobs[index].idempotency_key or "", index)
+    distinct = [jobs[index] for index in first.values()]
+    if connections[using].vendor == "mysql":
+        insert_rows_keyed(distinct, using)
+    else:
+        _insert_ignoring(distinct, using)
+    skipped = [job.idempotency_key or "" for job in distinct if job.pk is None]
+    holders = {
+        holder.idempotency_key: holder
+        for holder in Job.objects.using(using).filter(active_key__in=skipped)
+    }
+    missing = sorted(set(skipped) - holders.keys())
+    if missing:
+        raise IntegrityError(f"Jobs with keys {missing} were neither inserted nor held.")
+    for index in batch:
+        job = jobs[index]
+        key = job.idempotency_key or ""
+        if first[key] == index and job.pk is not None:
+            answers[index] = (job, True)
+        else:
+            answers[index] = (holders.get(key) or jobs[first[key]], False)
+
+
+def _insert_ignoring(jobs: list[Job], using: str) -> None:
+    """PostgreSQL and SQLite: ``ON CONFLICT DO NOTHING`` (``OR IGNORE``) ... ``RETURNING``."""
+    from django.db.models.constants import OnConflict
+
+    fields = [f for f in Job._meta.concrete_fields if not f.primary_key and not f.generated]
+    returning = [Job._meta.pk, Job._meta.get_field("idempotency_key")]
+    rows = Job.objects.using(using)._insert(
+        jobs, fields, returning_fields=returning, on_conflict=OnConflict.IGNORE
+    )
+    inserted = {key: pk for pk, key in rows}
+    for job in jobs:
+        pk = inserted.get(job.idempotency_key)
+        if pk is not None:
+            job.pk = pk
+            job._state.adding = False
+            job._state.db = using
 
 
 def insert_jobs(jobs: list[Job], using: str) -> list[Job]:

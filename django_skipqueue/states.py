@@ -152,6 +152,22 @@ SNOOZE = _transition(
     "run_after owner lease_until attempts started_at snoozes",
     "worker, when the task raised Snooze",
 )
+REPLACE = _transition(
+    15,
+    "replace",
+    WAITING_STATUSES,
+    S.READY,
+    "args kwargs run_after",
+    "task.enqueue() with unique_replace, when a waiting job holds the key",
+)
+REPLACE_DEFERRED = _transition(
+    16,
+    "replace (deferred)",
+    WAITING_STATUSES,
+    S.SCHEDULED,
+    "args kwargs run_after",
+    "task.enqueue() with unique_replace and a future run_after (or a scheduled holder)",
+)
 
 TRANSITIONS = (
     ENQUEUE,
@@ -168,6 +184,8 @@ TRANSITIONS = (
     RETRY,
     PURGE,
     SNOOZE,
+    REPLACE,
+    REPLACE_DEFERRED,
 )
 
 

@@ -3,8 +3,11 @@ Django, and safe resolution of stored task paths."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-from collections.abc import Callable
+import inspect
+import string
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -53,6 +56,12 @@ class SkipQueueTask(Task):
     backoff: Callable[[BaseException, int], float | None] | None = None
     # Times the task may raise Snooze before the job fails (SKIPQUEUE_MAX_SNOOZES).
     max_snoozes: int | None = None
+    # The idempotency key of each call, derived from its arguments: a template such as
+    # "sync-{account_id}" or a callable(*args, **kwargs) -> str; prefixed with the task's path.
+    unique_key: str | Callable[..., str] | None = None
+    # What a call whose key a waiting job holds replaces in that job ("args", "run_after");
+    # () returns the holder unchanged.
+    unique_replace: tuple[str, ...] = ()
 
     def using(
         self,
@@ -74,6 +83,65 @@ class SkipQueueTask(Task):
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
         )
         return replace(task, **options) if options else task  # type: ignore[return-value]
+
+
+#: What ``unique_replace`` may name: the waiting job's arguments, its run time.
+REPLACEABLE = frozenset({"args", "run_after"})
+#: Longest stored key (the column's length); a longer derived key is shortened with a hash.
+KEY_LENGTH = 191
+
+
+def call_key(task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+    """Return the idempotency key of a call: the one given to ``using()``, or the derived one.
+
+    A derived key starts with the task's path, so that two tasks with the same template never
+    block each other; one longer than the column keeps its head and ends with a hash of it all.
+    """
+    explicit = getattr(task, "idempotency_key", None)
+    spec = getattr(task, "unique_key", None)
+    if explicit is not None or spec is None:
+        return explicit
+    try:
+        value = (
+            spec(*args, **kwargs)
+            if callable(spec)
+            else spec.format_map(_arguments_by_name(task, args, kwargs))
+        )
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError) as error:
+        raise InvalidTaskOption(
+            f"unique_key of {task.module_path} could not be derived from this call: {error!r}."
+        ) from error
+    if not isinstance(value, str) or not value:
+        raise InvalidTaskOption(
+            f"unique_key of {task.module_path} must give a non-empty string, not {value!r}."
+        )
+    key = f"{task.module_path}:{value}"
+    if len(key) <= KEY_LENGTH:
+        return key
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    return f"{key[: KEY_LENGTH - 65]}#{digest}"
+
+
+def _arguments_by_name(
+    task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The call's arguments by parameter name, defaults included (the context left out)."""
+    context = [None] if task.takes_context else []
+    bound = inspect.signature(task.func).bind(*context, *args, **kwargs)
+    bound.apply_defaults()
+    arguments = dict(bound.arguments)
+    if task.takes_context:
+        arguments.pop(next(iter(arguments)))
+    return arguments
+
+
+def template_fields(template: str) -> set[str]:
+    """The argument names a key template refers to ("{order.id}" refers to "order")."""
+    names = set()
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field is not None:
+            names.add(field.split(".")[0].split("[")[0])
+    return names
 
 
 def retry_policy(task: Task | None) -> RetryPolicy:

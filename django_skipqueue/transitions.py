@@ -119,6 +119,22 @@ def snooze(job: Job, seconds: float) -> bool:
     )
 
 
+# 15, 16 replace: a keyed enqueue with unique_replace (debounce) changes the waiting holder.
+
+
+def replace_waiting(holder: Job, fields: dict[str, Any], *, deferred: bool) -> bool:
+    """Write ``fields`` (args, kwargs, run_after) into a waiting job that holds a key (15, 16).
+
+    Guarded by the status it was read in and its key: a holder claimed (or promoted) meanwhile
+    is left alone, and the caller looks again.
+    """
+    rows = Job.objects.using(holder._state.db or "default").filter(
+        pk=holder.pk, status=holder.status, active_key=holder.idempotency_key
+    )
+    status = JobStatus.SCHEDULED if deferred else JobStatus.READY
+    return rows.update(**fields, status=status) == 1
+
+
 # No transition: the lease of a claimed job renewed, its cancellation requested.
 
 

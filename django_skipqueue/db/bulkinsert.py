@@ -13,7 +13,7 @@ from collections.abc import Hashable, Sequence
 from operator import attrgetter
 from typing import Any
 
-from django.db import connections
+from django.db import IntegrityError, connections
 from django.db.models import Field
 
 from django_skipqueue.models import Job
@@ -37,6 +37,63 @@ def insert_rows(jobs: Sequence[Job], using: str) -> None:
         job.pk = pk
         job._state.adding = False
         job._state.db = using
+
+
+def insert_rows_keyed(jobs: Sequence[Job], using: str, *, returning: bool | None = None) -> None:
+    """Insert the keyed ``jobs`` with one ``INSERT IGNORE`` and set the pk of those inserted.
+
+    A job whose key a live row already holds is skipped by the server and keeps ``pk = None``.
+    The keys of ``jobs`` must be distinct. With RETURNING (MariaDB) the server names the rows
+    it inserted; MySQL has none, so the inserted rows are told from the holders by their ids:
+    the rows a simple INSERT inserts take consecutive AUTO_INCREMENT values from
+    ``LAST_INSERT_ID()``, which no holder can have. IGNORE also skips a row for other errors
+    (a CHECK): the caller checks that every skipped key has a holder.
+    """
+    if not jobs:
+        return
+    connection = connections[using]
+    fields = insert_fields()
+    columns = [_column(field, jobs, connection) for field in fields]
+    sql, params = _statement(fields, columns, len(jobs), connection)
+    sql = sql.replace("INSERT INTO", "INSERT IGNORE INTO", 1)
+    if returning is None:
+        returning = connection.features.can_return_rows_from_bulk_insert
+    with connection.cursor() as cursor:
+        if returning:
+            cursor.execute(sql + " RETURNING `id`, `idempotency_key`", params)
+            inserted = {key: pk for pk, key in cursor.fetchall()}
+        else:
+            cursor.execute(sql, params)
+            inserted = _inserted_without_returning(cursor, jobs)
+    for job in jobs:
+        pk = inserted.get(job.idempotency_key)
+        if pk is not None:
+            job.pk = pk
+            job._state.adding = False
+            job._state.db = using
+
+
+def _inserted_without_returning(cursor: Any, jobs: Sequence[Job]) -> dict[str, int]:
+    """Tell the inserted rows from the holders by id: ours are the block from LAST_INSERT_ID().
+
+    InnoDB reserves a simple INSERT's AUTO_INCREMENT values in one go and gives them to the
+    rows it inserts, in order (a row it skips takes none): the ``ROW_COUNT()`` inserted rows
+    have ids ``first``, ``first + step``, ...; a holder, inserted before, has a smaller one.
+    """
+    cursor.execute("SELECT ROW_COUNT(), LAST_INSERT_ID(), @@auto_increment_increment")
+    count, first, step = cursor.fetchone()
+    if not count:
+        return {}
+    keys = [job.idempotency_key or "" for job in jobs]
+    rows = Job.objects.using(cursor.db.alias).filter(active_key__in=keys)
+    ours = range(first, first + count * step, step)
+    inserted = {key: pk for key, pk in rows.values_list("active_key", "pk") if pk in ours}
+    if len(inserted) != count:
+        raise IntegrityError(
+            f"Inserted {count} keyed jobs but found {len(inserted)} from id {first} on: "
+            "AUTO_INCREMENT values were not consecutive (innodb_autoinc_lock_mode=2?)."
+        )
+    return inserted
 
 
 def insert_fields() -> list[Field[Any, Any]]:

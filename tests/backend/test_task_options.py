@@ -13,6 +13,10 @@ def plain() -> None:
     """A module-level function for the decorator (a local one fails an earlier check)."""
 
 
+def keyed(order_id: int, note: str = "") -> None:
+    """A module-level function with parameters, for unique_key templates."""
+
+
 def backoff(error: BaseException, attempt: int) -> float:
     return 1.0
 
@@ -26,6 +30,17 @@ BAD_OPTIONS = [
     ("both backoffs", {"backoff": backoff, "retry_backoff": 2}, "not both"),
     ("max_snoozes negative", {"max_snoozes": -1}, "max_snoozes must be a whole number"),
     ("max_snoozes a float", {"max_snoozes": 1.5}, "max_snoozes must be a whole number"),
+    ("unique_key a number", {"unique_key": 5}, "unique_key must be a template string"),
+    ("unique_key unknown name", {"unique_key": "o-{order}"}, "unknown: \\['order'\\]"),
+    ("unique_key empty braces", {"unique_key": "o-{}"}, "an empty"),
+    ("unique_key bad template", {"unique_key": "o-{order_id"}, "not a valid template"),
+    (
+        "unique_replace unknown",
+        {"unique_key": "{order_id}", "unique_replace": ("kwargs",)},
+        "'args'",
+    ),
+    ("unique_replace a string", {"unique_key": "{order_id}", "unique_replace": "args"}, "tuple"),
+    ("unique_replace without key", {"unique_replace": ("args",)}, "needs a unique_key"),
 ]
 
 
@@ -36,7 +51,7 @@ BAD_OPTIONS = [
 )
 def test_a_bad_option_is_refused_when_the_task_is_defined(options, message):
     with pytest.raises(InvalidTaskOption, match=message):
-        task(**options)(plain)
+        task(**options)(keyed)
 
 
 def test_good_options_are_accepted():
@@ -44,6 +59,14 @@ def test_good_options_are_accepted():
         plain
     )
     assert defined.retry_on is ValueError
+    keyed_task = task(unique_key="o-{order_id}-{note}", unique_replace=["run_after"])(keyed)
+    assert keyed_task.unique_key == "o-{order_id}-{note}"
+
+
+def test_a_call_the_key_cannot_be_derived_from_is_refused_at_enqueue():
+    keyed_task = task(unique_key=lambda order_id, note="": None)(keyed)
+    with pytest.raises(InvalidTaskOption, match="must give a non-empty string"):
+        keyed_task.enqueue(1)
 
 
 @pytest.mark.parametrize("option", ["retry_on", "discard_on", "backoff", "max_snoozes"])

@@ -31,7 +31,7 @@ from django_skipqueue.models import Job
 from django_skipqueue.retries import message_record
 from django_skipqueue.worker import recording
 from tests.conftest import ROOT
-from tests.support.tasks import noop
+from tests.support.tasks import noop, reindex_user
 
 pytestmark = pytest.mark.django_db
 
@@ -178,6 +178,20 @@ CASES = [
     ),
     Case(states.SNOOZE, "worker", claimed, lambda job: transitions.snooze(job, 30)),
     Case(
+        states.REPLACE,
+        "enqueue",
+        lambda: Job.objects.get(pk=reindex_user.enqueue(1, ["a"]).id),
+        lambda job: reindex_user.enqueue(1, ["b"]),
+    ),
+    Case(
+        states.REPLACE_DEFERRED,
+        "enqueue",
+        lambda: Job.objects.get(pk=reindex_user.enqueue(1, ["a"]).id),
+        lambda job: reindex_user.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(
+            1, ["b"]
+        ),
+    ),
+    Case(
         states.PURGE,
         "purge",
         failed,
@@ -214,7 +228,7 @@ def test_each_transition_writes_what_it_declares_and_nothing_else(case):
 
 def test_every_documented_transition_has_a_case():
     assert {case.transition for case in CASES} == set(states.TRANSITIONS)
-    assert [t.number for t in states.TRANSITIONS] == list(range(1, 15))
+    assert [t.number for t in states.TRANSITIONS] == list(range(1, 17))
 
 
 def test_each_transition_declares_real_columns_only():

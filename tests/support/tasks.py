@@ -32,3 +32,25 @@ async def async_double(value: int) -> int:
 
 
 not_a_task = print
+
+
+# Uniqueness from the arguments (issue 20).
+
+
+@task(unique_key="account-{account_id}")
+def sync_account(account_id: int, full: bool = False) -> None:
+    """One waiting, running or succeeded job per account."""
+
+
+def region_key(region: str, *, day: str) -> str:
+    return f"{region.lower()}/{day}"
+
+
+@task(unique_key=region_key)
+def daily_report(region: str, *, day: str) -> None:
+    """Its key from a callable: one report per region and day, whatever the case of region."""
+
+
+@task(unique_key="search-{user_id}", unique_replace=("args", "run_after"))
+def reindex_user(user_id: int, fields: list[str]) -> None:
+    """Debounced: a new call replaces the waiting job's arguments and run time."""

@@ -1,0 +1,108 @@
+"""Uniqueness from the arguments: a derived key, replace mode (debounce), keyed bulk enqueue."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from django_skipqueue.db.bulkinsert import insert_rows_keyed
+from django_skipqueue.enqueue import build_job
+from django_skipqueue.models import Job
+from django_skipqueue.tasks import KEY_LENGTH, call_key
+from tests.support.tasks import daily_report, noop, reindex_user, sync_account
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_key_comes_from_the_template_and_the_call_defaults_included():
+    first = sync_account.enqueue(7)
+    again = sync_account.enqueue(account_id=7, full=True)
+    other = sync_account.enqueue(8)
+    assert first.id == again.id != other.id
+    job = Job.objects.get(pk=first.id)
+    assert job.idempotency_key == "tests.support.tasks.sync_account:account-7"
+    assert Job.objects.count() == 2
+
+
+def test_the_key_comes_from_a_callable():
+    first = daily_report.enqueue("EU", day="2026-12-04")
+    again = daily_report.enqueue("eu", day="2026-12-04")
+    assert first.id == again.id
+    assert daily_report.enqueue("eu", day="2026-12-05").id != first.id
+
+
+def test_an_explicit_key_wins_and_a_finished_holder_frees_the_key():
+    explicit = sync_account.using(idempotency_key="mine").enqueue(7)
+    assert Job.objects.get(pk=explicit.id).idempotency_key == "mine"
+    derived = sync_account.enqueue(7)
+    Job.objects.filter(pk=derived.id).update(status="failed")
+    assert sync_account.enqueue(7).id != derived.id
+
+
+def test_a_long_key_is_shortened_with_a_hash():
+    key = call_key(sync_account, ["x" * 300], {})
+    assert key is not None and len(key) == KEY_LENGTH
+    assert key != call_key(sync_account, ["x" * 299 + "y"], {})
+
+
+def test_replace_mode_keeps_one_waiting_job_with_the_latest_arguments():
+    soon = timezone.now() + timedelta(seconds=30)
+    later = timezone.now() + timedelta(minutes=5)
+    first = reindex_user.using(run_after=soon).enqueue(1, ["name"])
+    second = reindex_user.using(run_after=later).enqueue(1, ["name", "email"])
+    third = reindex_user.enqueue(1, ["email"])
+    assert first.id == second.id == third.id
+    job = Job.objects.get()
+    assert (job.args, job.status, job.run_after) == ([1, ["email"]], "ready", None)
+    # A later run time makes it wait again.
+    reindex_user.using(run_after=later).enqueue(1, ["bio"])
+    job.refresh_from_db()
+    assert (job.args, job.status, job.run_after) == ([1, ["bio"]], "scheduled", later)
+
+
+def test_replace_mode_leaves_a_running_holder_alone():
+    result = reindex_user.enqueue(2, ["name"])
+    Job.objects.claim(["default"], limit=1, owner="w1")
+    again = reindex_user.enqueue(2, ["email"])
+    assert again.id == result.id
+    job = Job.objects.get()
+    assert (job.status, job.args) == ("claimed", [2, ["name"]])
+
+
+def test_bulk_inserts_the_rest_and_reports_the_duplicates(backend):
+    holder = sync_account.enqueue(1)
+    calls = [
+        (sync_account, [1], {}),  # held by an existing job
+        (sync_account, [2], {}),
+        (noop, [], {}),
+        (sync_account, [2], {"full": True}),  # held by the call before it in this bulk
+        (sync_account, [3], {}),
+    ]
+    results = backend.enqueue_many(calls)
+    assert sorted(results.duplicates) == [0, 3]
+    assert results[0].id == results.duplicates[0].id == holder.id
+    assert results[3].id == results[1].id
+    assert len({r.id for r in results}) == 4
+    keys = sorted(k for k in Job.objects.values_list("idempotency_key", flat=True) if k)
+    assert [k.rpartition(":")[2] for k in keys] == ["account-1", "account-2", "account-3"]
+    assert Job.objects.count() == 4
+
+
+@pytest.mark.mysql
+@pytest.mark.parametrize("returning", [True, False], ids=["RETURNING", "LAST_INSERT_ID"])
+def test_keyed_insert_tells_inserted_rows_from_holders(returning):
+    if returning and not connection.features.can_return_rows_from_bulk_insert:
+        pytest.skip("MySQL has no INSERT ... RETURNING")
+    held = [sync_account.enqueue(n).id for n in (2, 5)]
+    jobs = [build_job(sync_account, [n], {}) for n in range(1, 7)]
+    insert_rows_keyed(jobs, "default", returning=returning)
+    inserted = [job.pk is not None for job in jobs]
+    assert inserted == [True, False, True, True, False, True]
+    stored = dict(Job.objects.values_list("pk", "args"))
+    for job in jobs:
+        if job.pk is not None:
+            assert stored[job.pk] == job.args
+    assert set(stored) == {job.pk for job in jobs if job.pk} | set(map(int, held))
