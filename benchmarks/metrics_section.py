@@ -18,6 +18,18 @@ def _cpu(runs: list[float]) -> str:
     return f"{statistics.median(runs):.3f} ({min(runs):.3f}–{max(runs):.3f})"
 
 
+def _earlier(result: dict[str, Any]) -> str:
+    runs = result.get("earlier", [])
+    if not runs:
+        return ""
+    told = "; ".join(
+        f"{run['measured_at']} ({run['reps']} runs each way, load {run['load_average'][0]}): "
+        f"throughput {run['ratio']:.2f}×, CPU {run['cpu_ratio']:.2f}×"
+        for run in runs
+    )
+    return f"Earlier runs of the same command: {told}."
+
+
 def section(result: dict[str, Any]) -> str:
     from benchmarks.report import table
 
@@ -46,6 +58,7 @@ Throughput on ÷ off: **{result["ratio"]:.2f}×** (medians; the pairs, in run or
 allows: **{result["cpu_ratio"]:.2f}×**. On a machine shared with other runs, throughput swings
 with the load from one run to the next far more than the metrics move it; the CPU per job is
 the steadier measure of their cost.
+{_earlier(result)}
 Off, the worker's hooks are one `is None` test each; on, they add to dicts and write the memory
 maps once per loop turn, about 12-25 µs of CPU per no-op job on this machine under load
 (a micro-benchmark of the hooks alone).

@@ -16,9 +16,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from django_skipqueue.conf import get_settings
 from django_skipqueue.models import Job
 from django_skipqueue.outbox import publish
 from django_skipqueue.outbox.models import OutboxMessage
+from django_skipqueue.outbox.relay import outgoing
 from django_skipqueue.worker import claimer
 from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import WorkerOptions
@@ -102,8 +104,11 @@ def test_bulk_enqueue_and_outbox_messages_carry_the_context():
     trace_id = f"{request_span.get_span_context().trace_id:032x}"
     contexts = [job.trace_context for job in Job.objects.all()]
     assert len(contexts) == 3 and all(trace_id in c["traceparent"] for c in contexts)
-    headers = OutboxMessage.objects.get().headers
-    assert trace_id in headers["traceparent"] and headers["x-mine"] == "1"
+    message = OutboxMessage.objects.get()
+    assert trace_id in message.headers["traceparent"] and message.headers["x-mine"] == "1"
+    # What the relay hands the broker: the message's headers go out with it.
+    wire = outgoing(message, get_settings().OUTBOX_TOPICS)
+    assert wire.headers["traceparent"] == message.headers["traceparent"]
 
 
 def test_tracing_off_stores_nothing(settings):
