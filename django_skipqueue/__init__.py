@@ -7,6 +7,9 @@ Stable import paths (everything else is internal and may move):
 - ``django_skipqueue.tasks.task``: ``@task`` with those options on every supported Django.
 - ``django_skipqueue.context``: ``JobContext``, ``is_cancel_requested``.
 - ``django_skipqueue.exceptions``: every exception the queue raises or records.
+- ``django_skipqueue.testing``: ``run_jobs``, ``running_jobs``, ``assert_enqueued``,
+  ``assert_not_enqueued``, ``enqueued_jobs`` (tests only: it imports the models);
+  ``django_skipqueue.pytest_plugin``: the ``skipqueue`` fixture.
 - ``django_skipqueue.models``: ``Job``, ``JobStatus`` and the other tables.
 - ``django_skipqueue.pausing``: ``pause``, ``resume``.
 - ``django_skipqueue.worker``: ``Supervisor``, ``Worker``, ``WorkerOptions``,
