@@ -230,6 +230,7 @@ def validate_options(task: Task) -> None:
 
 def _check_unique(task: Task) -> None:
     """unique_key: a template naming the function's parameters, or a callable; unique_replace."""
+    from django_skipqueue.states import JobStatus
     from django_skipqueue.tasks import REPLACEABLE, template_fields
 
     spec = getattr(task, "unique_key", None)
@@ -258,6 +259,17 @@ def _check_unique(task: Task) -> None:
     if not isinstance(replace, tuple | list) or not set(replace) <= REPLACEABLE:
         raise InvalidTaskOption(
             f"unique_replace must be a tuple of 'args' and 'run_after', not {replace!r}."
+        )
+    statuses = getattr(task, "unique_while", None)
+    known = {status.value for status in JobStatus}
+    if statuses is not None and not (
+        isinstance(statuses, tuple | list)
+        and statuses
+        and all(isinstance(status, str) and status in known for status in statuses)
+    ):
+        raise InvalidTaskOption(
+            "unique_while must be a non-empty tuple of job statuses "
+            f"({', '.join(sorted(known))}), not {statuses!r}."
         )
     key = getattr(task, "idempotency_key", None)
     if replace and spec is None and key is None:

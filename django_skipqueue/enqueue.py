@@ -19,7 +19,7 @@ from django_skipqueue.db.bulkinsert import insert_rows, insert_rows_keyed
 from django_skipqueue.db.transactions import retry_whole_transaction
 from django_skipqueue.models import Job, JobStatus
 from django_skipqueue.payload import check_size, normalize_arguments
-from django_skipqueue.states import WAITING_STATUSES
+from django_skipqueue.states import KEYED_MASK, WAITING_STATUSES, key_mask
 from django_skipqueue.tasks import call_key
 
 #: Rows per multi-row INSERT in a bulk enqueue.
@@ -70,6 +70,7 @@ def build_job(
         lease_seconds=_option(task, "lease", int(config.LEASE_SECONDS)),
         timeout_seconds=getattr(task, "timeout", None),
         idempotency_key=call_key(task, args, kwargs),
+        key_statuses=_key_statuses(task),
         enqueued_at=now,
         batch_id=None if members is None else members.batch_id,
     )
@@ -147,6 +148,11 @@ def join_batch(jobs: Sequence[Job], using: str) -> None:
             f"in it must use a backend of that database, not {using!r}."
         )
     members.add([job for job in jobs if job.batch_id == members.batch_id])
+
+
+def _key_statuses(task: Task) -> int:
+    statuses = getattr(task, "unique_while", None)
+    return KEYED_MASK if statuses is None else key_mask(statuses)
 
 
 def _option(task: Task, name: str, default: Any) -> Any:

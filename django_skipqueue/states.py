@@ -39,8 +39,19 @@ class JobStatus(models.TextChoices):
 #: States a job can still leave on its own; the rest is history for purge.
 ACTIVE_STATUSES = (JobStatus.SCHEDULED, JobStatus.READY, JobStatus.CLAIMED)
 FINISHED_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
-#: States in which an idempotency key blocks a new job with the same key.
+#: States in which an idempotency key blocks a new job with the same key (by default).
 KEYED_STATUSES = (*ACTIVE_STATUSES, JobStatus.SUCCEEDED)
+#: One bit per status: a job's ``key_statuses`` holds those of the states its key blocks in.
+KEY_BITS = {status: 1 << n for n, status in enumerate(JobStatus)}
+
+
+def key_mask(statuses: tuple[str, ...] | list[str]) -> int:
+    """The ``key_statuses`` bits of these statuses."""
+    return sum(KEY_BITS[JobStatus(status)] for status in set(statuses))
+
+
+#: The default ``key_statuses``: KEYED_STATUSES.
+KEYED_MASK = key_mask(KEYED_STATUSES)
 #: States the admin may cancel (transition 11): not yet claimed by any worker.
 WAITING_STATUSES = (JobStatus.SCHEDULED, JobStatus.READY)
 

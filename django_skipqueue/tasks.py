@@ -59,6 +59,9 @@ class SkipQueueTask(Task):
     # The idempotency key of each call, derived from its arguments: a template such as
     # "sync-{account_id}" or a callable(*args, **kwargs) -> str; prefixed with the task's path.
     unique_key: str | Callable[..., str] | None = None
+    # The statuses in which a job's key blocks a new one (None: scheduled, ready, claimed,
+    # succeeded, as for every idempotency key).
+    unique_while: tuple[str, ...] | None = None
     # What a call whose key a waiting job holds replaces in that job ("args", "run_after");
     # () returns the holder unchanged.
     unique_replace: tuple[str, ...] = ()

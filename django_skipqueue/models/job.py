@@ -5,10 +5,21 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.db import models
+from django.db.models.expressions import Combinable, CombinedExpression
+from django.db.models.lookups import GreaterThan
 
 from django_skipqueue.compat import DEFAULT_TASK_QUEUE_NAME, TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 from django_skipqueue.managers import JobManager
-from django_skipqueue.states import FINISHED_STATUSES, KEYED_STATUSES, JobStatus
+from django_skipqueue.states import FINISHED_STATUSES, KEY_BITS, KEYED_MASK, JobStatus
+
+#: The bit of the row's status in KEY_BITS, as SQL; _KEY_BLOCKS is non-zero where the key
+#: blocks in that status.
+_STATUS_BIT = models.Case(
+    *[models.When(status=status, then=models.Value(bit)) for status, bit in KEY_BITS.items()],
+    default=models.Value(0),
+    output_field=models.PositiveSmallIntegerField(),
+)
+_KEY_BLOCKS = CombinedExpression(models.F("key_statuses"), Combinable.BITAND, _STATUS_BIT)
 
 
 class Job(models.Model):
@@ -57,11 +68,19 @@ class Job(models.Model):
     batch_id = models.BigIntegerField(null=True, blank=True)
 
     idempotency_key = models.CharField(max_length=191, null=True, blank=True)
+    # The states in which the key blocks a new job, one bit each (states.KEY_BITS): the
+    # task's unique_while, by default scheduled, ready, claimed and succeeded.
+    key_statuses = models.PositiveSmallIntegerField(default=KEYED_MASK, db_default=KEYED_MASK)
     # The key while it must stay unique, NULL otherwise: a plain UNIQUE index on it
     # makes concurrent enqueues race-free (a unique index allows many NULLs).
     active_key = models.GeneratedField(
         expression=models.Case(
-            models.When(status__in=KEYED_STATUSES, then=models.F("idempotency_key")),
+            models.When(
+                GreaterThan(
+                    CombinedExpression(models.F("key_statuses"), Combinable.BITAND, _STATUS_BIT), 0
+                ),
+                then=models.F("idempotency_key"),
+            ),
             default=models.Value(None),
             output_field=models.CharField(max_length=191),
         ),

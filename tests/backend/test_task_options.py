@@ -40,6 +40,9 @@ BAD_OPTIONS = [
         "'args'",
     ),
     ("unique_replace a string", {"unique_key": "{order_id}", "unique_replace": "args"}, "tuple"),
+    ("unique_while unknown", {"unique_while": ("waiting",)}, "unique_while must be"),
+    ("unique_while empty", {"unique_while": ()}, "unique_while must be"),
+    ("unique_while a string", {"unique_while": "ready"}, "unique_while must be"),
     ("unique_replace without key", {"unique_replace": ("args",)}, "needs a unique_key"),
 ]
 

@@ -12,7 +12,7 @@ from django_skipqueue.db.bulkinsert import insert_rows_keyed
 from django_skipqueue.enqueue import build_job
 from django_skipqueue.models import Job
 from django_skipqueue.tasks import KEY_LENGTH, call_key
-from tests.support.tasks import daily_report, noop, reindex_user, sync_account
+from tests.support.tasks import daily_report, import_feed, noop, reindex_user, sync_account
 
 pytestmark = pytest.mark.django_db
 
@@ -106,3 +106,23 @@ def test_keyed_insert_tells_inserted_rows_from_holders(returning):
         if job.pk is not None:
             assert stored[job.pk] == job.args
     assert set(stored) == {job.pk for job in jobs if job.pk} | set(map(int, held))
+
+
+def test_unique_while_names_the_statuses_in_which_the_key_blocks():
+    first = import_feed.enqueue("prices")
+    assert import_feed.enqueue("prices").id == first.id, "waiting: blocks"
+    Job.objects.claim(["default"], limit=1, owner="w1")
+    second = import_feed.enqueue("prices")
+    assert second.id != first.id, "claimed: not in unique_while, a new job may wait"
+    assert import_feed.enqueue("prices").id == second.id
+    Job.objects.filter(pk=first.id).update(status="succeeded")
+    assert Job.objects.get(pk=first.id).active_key is None
+    assert Job.objects.get(pk=second.id).key_statuses == 3
+
+
+def test_the_default_statuses_are_those_of_idempotency_keys():
+    result = sync_account.enqueue(9)
+    Job.objects.filter(pk=result.id).update(status="succeeded")
+    assert sync_account.enqueue(9).id == result.id
+    Job.objects.filter(pk=result.id).update(status="failed")
+    assert sync_account.enqueue(9).id != result.id

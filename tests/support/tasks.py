@@ -54,3 +54,8 @@ def daily_report(region: str, *, day: str) -> None:
 @task(unique_key="search-{user_id}", unique_replace=("args", "run_after"))
 def reindex_user(user_id: int, fields: list[str]) -> None:
     """Debounced: a new call replaces the waiting job's arguments and run time."""
+
+
+@task(unique_key="import-{name}", unique_while=("scheduled", "ready"))
+def import_feed(name: str) -> None:
+    """Only a waiting job blocks: one may wait while another runs."""
