@@ -22,8 +22,8 @@ def ours_cycle(claim: int, batch_complete: bool) -> Cycle:
     import django
 
     django.setup()
+    from django_skipqueue.context import resolve_task
     from django_skipqueue.models import Job
-    from django_skipqueue.tasks import resolve_task
     from django_skipqueue.worker import recording as outcomes
     from django_skipqueue.worker.executor import Outcome, Running
 

@@ -17,6 +17,12 @@ Stable import paths (everything else is internal and may move):
 - ``django_skipqueue.monitoring.metrics``: ``CLAIM_LATENCY_BUCKETS_MS``, ``merge_histograms``,
   ``histogram_percentile``.
 
+The top level holds what runs in every process, the web process first (backend, tasks,
+enqueue, context, queues, wake-ups, settings, checks, the state machine); the folders hold
+what one process role runs (``worker``, ``maintenance``, ``monitoring``, ``management``,
+``admin``), the SQL machinery (``db``) and the optional apps (``outbox``, ``reservations``,
+``scheduling``). Top-level modules must not import those folders, but ``db`` and ``models``.
+
 Nothing here imports a model: Django loads this package before the app registry is ready.
 """
 

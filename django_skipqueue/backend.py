@@ -22,9 +22,10 @@ from django_skipqueue.compat import (
     task_enqueued,
 )
 from django_skipqueue.conf import get_settings
+from django_skipqueue.context import build_result, resolve_task, task_for_job
 from django_skipqueue.exceptions import AppNotInstalled, InvalidQueueName, InvalidTaskOption
 from django_skipqueue.monitoring import tracing
-from django_skipqueue.tasks import SkipQueueTask, resolve_task
+from django_skipqueue.tasks import SkipQueueTask
 
 if TYPE_CHECKING:
     from django_skipqueue.models import Job
@@ -193,8 +194,6 @@ class SkipQueueBackend(BaseTaskBackend):
         return self._result(job)
 
     def _result(self, job: Job, task: Task | None = None) -> TaskResult:
-        from django_skipqueue.results import build_result, task_for_job
-
         task = task or resolve_task(job.task_path)
         return build_result(job, task_for_job(task, job), self.alias)
 

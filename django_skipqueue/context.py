@@ -1,4 +1,10 @@
-"""The context a running job sees: Django's TaskContext plus cooperative cancellation.
+"""A job in Django's terms while it runs: its Task, its TaskResult, and its JobContext.
+
+The worker turns a claimed row into what Django's Tasks API hands a task and its caller: the
+Task its stored path names (:func:`resolve_task`, which imports nothing else), the TaskResult
+its row describes (:func:`build_result`, brought up to date by :func:`update_result` when the
+attempt ends; ``get_result()`` builds the same) and, for a task that takes a context, the
+:class:`JobContext` that holds that result and cooperative cancellation.
 
 Cancelling a running job sets ``Job.cancel_requested``; the worker reads it back when it renews
 the job's lease and raises the flag here. A long task checks it between steps::
@@ -14,13 +20,137 @@ Code that may run on other backends too can ask :func:`is_cancel_requested` inst
 
 from __future__ import annotations
 
+import importlib
 import threading
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django_skipqueue.compat import TaskContext
-from django_skipqueue.exceptions import JobCancelled
+from django_skipqueue.compat import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
+from django_skipqueue.exceptions import JobCancelled, TaskNotFound
+from django_skipqueue.states import JobStatus
+
+if TYPE_CHECKING:
+    from django_skipqueue.models import Job
+
+# The Task a stored path names.
+
+_resolved: dict[str, Task] = {}
+
+
+def resolve_task(path: str) -> Task:
+    """Return the Task a stored path names, importing nothing but the module it names.
+
+    Rows are data: a path that names anything other than a Task (``os.system``, say) is
+    refused before it could be called.
+    """
+    task = _resolved.get(path)
+    if task is None:
+        task = _resolved[path] = _import_task(path)
+    return task
+
+
+#: Said when a stored path names no Task: the likely causes and the way out.
+RENAMED = (
+    " Renamed or removed? A job keeps the path it was enqueued with: keep the old name as an "
+    "alias (old_name = new_name) until its jobs are done, or deploy workers with the code "
+    "that defines it, then retry the failed job."
+)
+
+
+def _import_task(path: str) -> Task:
+    module_name, _, attribute = path.rpartition(".")
+    if not module_name or not attribute.isidentifier():
+        raise TaskNotFound(f"{path!r} is not a dotted path to a module-level Task.")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise TaskNotFound(
+            f"Cannot import the module of task {path!r}: {error}.{RENAMED}"
+        ) from error
+    candidate = vars(module).get(attribute)
+    if candidate is None:
+        raise TaskNotFound(f"{path!r} names nothing, not a Task.{RENAMED}")
+    if not isinstance(candidate, Task):
+        kind = type(candidate).__qualname__
+        raise TaskNotFound(f"{path!r} names a {kind}, not a Task; refusing to run it.")
+    return candidate
+
+
+# The TaskResult a row describes.
+
+TASK_STATUS = {
+    JobStatus.SCHEDULED: TaskResultStatus.READY,
+    JobStatus.READY: TaskResultStatus.READY,
+    JobStatus.CLAIMED: TaskResultStatus.RUNNING,
+    JobStatus.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
+    JobStatus.FAILED: TaskResultStatus.FAILED,
+    # django.tasks has no cancelled state; the job's errors say it was cancelled.
+    JobStatus.CANCELLED: TaskResultStatus.FAILED,
+}
+
+
+def task_for_job(task: Task, job: Job) -> Task:
+    """Return ``task`` with the queue, priority and run_after this job was enqueued with."""
+    if (task.priority, task.queue_name, task.run_after) == (
+        job.priority,
+        job.queue_name,
+        job.run_after,
+    ):
+        return task
+    return task.using(priority=job.priority, queue_name=job.queue_name, run_after=job.run_after)
+
+
+def build_result(job: Job, task: Task, backend_alias: str) -> TaskResult:
+    """Return the TaskResult that describes ``job`` as it was last read."""
+    worker_ids = list(job.worker_ids)
+    if job.status == JobStatus.CLAIMED and job.owner:
+        worker_ids.append(job.owner)
+    result: TaskResult = TaskResult(
+        task=task,
+        id=str(job.pk),
+        status=TASK_STATUS[JobStatus(job.status)],
+        enqueued_at=job.enqueued_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        last_attempted_at=job.last_attempted_at,
+        args=job.args,
+        kwargs=job.kwargs,
+        backend=backend_alias,
+        errors=[_task_error(error) for error in job.errors],
+        worker_ids=worker_ids,
+    )
+    object.__setattr__(result, "_return_value", job.return_value)
+    return result
+
+
+def update_result(result: TaskResult, job: Job) -> TaskResult:
+    """Bring ``result`` (built by :func:`build_result` when the attempt began) up to ``job``.
+
+    An attempt changes only these fields; the rest (task, id, times of enqueue and start,
+    arguments, backend) stay as they were built. TaskResult is frozen, hence the setattr.
+    """
+    changed = {
+        "status": TASK_STATUS[JobStatus(job.status)],
+        "finished_at": job.finished_at,
+        "last_attempted_at": job.last_attempted_at,
+        "errors": [_task_error(error) for error in job.errors],
+        "worker_ids": list(job.worker_ids),
+        "_return_value": job.return_value,
+    }
+    for name, value in changed.items():
+        object.__setattr__(result, name, value)
+    return result
+
+
+def _task_error(error: dict[str, object]) -> TaskError:
+    return TaskError(
+        exception_class_path=str(error["exception_class_path"]),
+        traceback=str(error["traceback"]),
+    )
+
+
+# The context of a running attempt.
 
 #: The job whose attempt runs in this thread or coroutine (None outside one): JSON log lines
 #: read it to say which job a line is about (monitoring/logs.py).

@@ -16,7 +16,7 @@ from django_skipqueue import transitions
 from django_skipqueue.compat import Task
 from django_skipqueue.conf import SkipQueueSettings, get_settings
 from django_skipqueue.db.bulkinsert import insert_rows, insert_rows_keyed
-from django_skipqueue.db.transactions import retry_whole_transaction
+from django_skipqueue.db.statements import retry_whole_transaction
 from django_skipqueue.models import Job, JobStatus
 from django_skipqueue.payload import check_size, normalize_arguments
 from django_skipqueue.states import KEYED_MASK, WAITING_STATUSES, key_mask

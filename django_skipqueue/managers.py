@@ -11,8 +11,13 @@ from django.db import models
 
 from django_skipqueue.db import statements
 from django_skipqueue.db.clock import DatabaseNow
-from django_skipqueue.db.statements import slot_float, slot_int, slot_str
-from django_skipqueue.db.transactions import retry_whole_transaction, short_transaction
+from django_skipqueue.db.statements import (
+    retry_whole_transaction,
+    short_transaction,
+    slot_float,
+    slot_int,
+    slot_str,
+)
 from django_skipqueue.states import FINISHED_STATUSES, JobStatus
 
 if TYPE_CHECKING:
@@ -87,13 +92,12 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
         One short transaction per queue locks only keys, in exactly the claim index's order,
         and marks them claimed; the payloads are read after commit so no lock waits on them.
         ``lease`` (seconds) overrides each job's own lease length. Paused queues are left
-        out (their list is cached for about a second, see pausing.py).
+        out (their list is cached for about a second, see queues.py).
         """
         if limit < 1:
             raise ValueError("limit must be at least 1.")
-        from django_skipqueue.pausing import (
-            unpaused,  # pausing imports the models, which import this module
-        )
+        # queues.py imports the models, which import this module.
+        from django_skipqueue.queues import unpaused
 
         claimed_ids: list[int] = []
         for queue_name in unpaused(queues, self.db):

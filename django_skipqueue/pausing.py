@@ -1,88 +1,10 @@
-"""Pause and resume queues: a paused queue is not claimed; jobs already running finish.
+"""The documented import path of :func:`pause` and :func:`resume`.
 
-A pause is a row in the queue's database, so it holds for every worker on every host. Each
-process keeps the list of paused queues for ``SKIPQUEUE_PAUSE_CACHE_SECONDS`` (one second by
-default): a claim then costs no extra query, and a pause takes effect within that time.
+They live in :mod:`django_skipqueue.queues`, beside the rest of what a backend's queues are
+(their database, their names, the cached list of paused ones the claim reads); this path
+stays for code that imports them from here.
 """
 
-from __future__ import annotations
+from django_skipqueue.queues import forget, pause, paused_queues, resume, unpaused
 
-import threading
-import time
-from collections.abc import Iterable
-
-from django.db import IntegrityError, transaction
-
-from django_skipqueue.conf import get_settings
-from django_skipqueue.db.clock import read_db_now
-from django_skipqueue.models import QueuePause
-from django_skipqueue.queues import check_queue, queue_database
-
-_cache: dict[str, tuple[float, frozenset[str]]] = {}
-_cache_lock = threading.Lock()
-
-
-def pause(queue_name: str, *, backend: str = "default", reason: str = "", by: str = "") -> bool:
-    """Pause ``queue_name`` of the task backend ``backend``; return False if already paused."""
-    using = _database_of(backend, queue_name)
-    try:
-        with transaction.atomic(using=using):
-            QueuePause.objects.using(using).create(
-                backend_alias=backend,
-                queue_name=queue_name,
-                paused_at=read_db_now(using),
-                paused_by=by[:150],
-                reason=reason[:255],
-            )
-    except IntegrityError:
-        return False
-    finally:
-        forget(using)
-    return True
-
-
-def resume(queue_name: str, *, backend: str = "default") -> bool:
-    """Resume ``queue_name``; return False if it was not paused."""
-    using = _database_of(backend, queue_name)
-    deleted, _ = QueuePause.objects.using(using).filter(queue_name=queue_name).delete()
-    forget(using)
-    return deleted > 0
-
-
-def paused_queues(using: str = "default") -> frozenset[str]:
-    """Read the names of the paused queues of database ``using`` (no cache)."""
-    names = QueuePause.objects.using(using).values_list("queue_name", flat=True)
-    return frozenset(names)
-
-
-def unpaused(queues: Iterable[str], using: str = "default") -> list[str]:
-    """Return ``queues`` without the paused ones, in order, from a list at most ~1 s old."""
-    queues = list(queues)
-    paused = _cached_paused(using)
-    return [name for name in queues if name not in paused] if paused else queues
-
-
-def forget(using: str | None = None) -> None:
-    """Drop this process's cached list of paused queues (all databases when ``using`` is None)."""
-    with _cache_lock:
-        if using is None:
-            _cache.clear()
-        else:
-            _cache.pop(using, None)
-
-
-def _cached_paused(using: str) -> frozenset[str]:
-    now = time.monotonic()
-    entry = _cache.get(using)
-    if entry is not None and entry[0] > now:
-        return entry[1]
-    paused = paused_queues(using)
-    with _cache_lock:
-        _cache[using] = (now + get_settings().PAUSE_CACHE_SECONDS, paused)
-    return paused
-
-
-def _database_of(backend_alias: str, queue_name: str) -> str:
-    """Return the database of a skipqueue task backend, checking the queue is one of its own."""
-    check_queue(backend_alias, queue_name)
-    return queue_database(backend_alias)
+__all__ = ["forget", "pause", "paused_queues", "resume", "unpaused"]

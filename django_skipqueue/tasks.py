@@ -1,10 +1,12 @@
-"""The Task class of this backend (per-task options), its ``@task`` decorator for every supported
-Django, and safe resolution of stored task paths."""
+"""The Task class of this backend: the per-task options ``@task`` and ``using()`` set, its
+``@task`` decorator for every supported Django, and the retry policy a task's options make.
+
+The Task a stored path names is found by :func:`django_skipqueue.context.resolve_task`.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import inspect
 import string
 from collections.abc import Callable, Mapping, Sequence
@@ -16,7 +18,7 @@ from django_skipqueue.compat import Task
 
 # Re-exported: ``from django_skipqueue.tasks import task`` on every supported Django.
 from django_skipqueue.decorator import task as task
-from django_skipqueue.exceptions import InvalidTaskOption, TaskNotFound
+from django_skipqueue.exceptions import InvalidTaskOption
 from django_skipqueue.states import RetryPolicy
 
 #: Options the worker reads from the task its module defines, not from the job row: a value
@@ -163,45 +165,3 @@ def retry_policy(task: Task | None) -> RetryPolicy:
 def classes(value: Any) -> tuple[type[BaseException], ...]:
     """An exception class or a sequence of them, as a tuple (what isinstance() takes)."""
     return (value,) if isinstance(value, type) else tuple(value)
-
-
-_resolved: dict[str, Task] = {}
-
-
-def resolve_task(path: str) -> Task:
-    """Return the Task a stored path names, importing nothing but the module it names.
-
-    Rows are data: a path that names anything other than a Task (``os.system``, say) is
-    refused before it could be called.
-    """
-    task = _resolved.get(path)
-    if task is None:
-        task = _resolved[path] = _import_task(path)
-    return task
-
-
-#: Said when a stored path names no Task: the likely causes and the way out.
-RENAMED = (
-    " Renamed or removed? A job keeps the path it was enqueued with: keep the old name as an "
-    "alias (old_name = new_name) until its jobs are done, or deploy workers with the code "
-    "that defines it, then retry the failed job."
-)
-
-
-def _import_task(path: str) -> Task:
-    module_name, _, attribute = path.rpartition(".")
-    if not module_name or not attribute.isidentifier():
-        raise TaskNotFound(f"{path!r} is not a dotted path to a module-level Task.")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise TaskNotFound(
-            f"Cannot import the module of task {path!r}: {error}.{RENAMED}"
-        ) from error
-    candidate = vars(module).get(attribute)
-    if candidate is None:
-        raise TaskNotFound(f"{path!r} names nothing, not a Task.{RENAMED}")
-    if not isinstance(candidate, Task):
-        kind = type(candidate).__qualname__
-        raise TaskNotFound(f"{path!r} names a {kind}, not a Task; refusing to run it.")
-    return candidate

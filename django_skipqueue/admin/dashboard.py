@@ -1,7 +1,7 @@
 """The queue dashboard page and its pause / resume buttons.
 
 The page needs the view permission on jobs; pausing needs ``django_skipqueue.pause_queue``.
-Pause and resume go through the pausing API (pausing.py), like ``skipqueue_pause``, and each
+Pause and resume go through the pausing API (queues.py), like ``skipqueue_pause``, and each
 one is reported and written to the admin log against the queue's pause row.
 """
 
@@ -17,7 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
 
-from django_skipqueue import pausing
+from django_skipqueue import queues
 from django_skipqueue.admin import charts
 from django_skipqueue.admin.figures import Dashboard, gather
 from django_skipqueue.admin.scope import admin_database
@@ -131,7 +131,7 @@ def pause_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
 
 def _pause(model_admin: Any, request: HttpRequest, queue: str, backend: str) -> None:
     reason = request.POST.get("reason", "").strip() or "paused from the admin"
-    if not pausing.pause(queue, backend=backend, reason=reason, by=str(request.user)):
+    if not queues.pause(queue, backend=backend, reason=reason, by=str(request.user)):
         model_admin.message_user(request, f"Queue {queue} was already paused.", messages.WARNING)
         return
     row = QueuePause.objects.using(admin_database()).filter(queue_name=queue)
@@ -143,7 +143,7 @@ def _pause(model_admin: Any, request: HttpRequest, queue: str, backend: str) -> 
 
 def _resume(model_admin: Any, request: HttpRequest, queue: str, backend: str) -> None:
     rows = list(QueuePause.objects.using(admin_database()).filter(queue_name=queue))
-    if not pausing.resume(queue, backend=backend):
+    if not queues.resume(queue, backend=backend):
         model_admin.message_user(request, f"Queue {queue} was not paused.", messages.WARNING)
         return
     _log(request, rows, DELETION, f"Resumed queue {queue}.")

@@ -14,7 +14,7 @@ import time
 
 from django.db import InterfaceError, OperationalError
 
-from django_skipqueue.db.transactions import is_retryable
+from django_skipqueue.db.statements import is_retryable
 
 logger = logging.getLogger("django_skipqueue.database")
 

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from django_skipqueue import transitions, wakeup
 from django_skipqueue.conf import get_settings
-from django_skipqueue.db.transactions import retry_whole_transaction
+from django_skipqueue.db.statements import retry_whole_transaction
 from django_skipqueue.models import Job
 
 

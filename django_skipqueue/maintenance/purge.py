@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from django_skipqueue.db.clock import read_db_now
 from django_skipqueue.db.counting import estimate_count
-from django_skipqueue.db.transactions import retry_whole_transaction
+from django_skipqueue.db.statements import retry_whole_transaction
 from django_skipqueue.maintenance.archive import archive, delete_rows
 from django_skipqueue.maintenance.purge_options import PurgeOptions
 from django_skipqueue.maintenance.purge_report import (

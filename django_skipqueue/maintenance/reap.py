@@ -21,8 +21,9 @@ from django.db.models import F
 
 from django_skipqueue import transitions, wakeup
 from django_skipqueue.conf import get_settings
+from django_skipqueue.context import resolve_task
 from django_skipqueue.db.clock import read_db_now
-from django_skipqueue.db.transactions import retry_whole_transaction
+from django_skipqueue.db.statements import retry_whole_transaction
 from django_skipqueue.exceptions import LeaseExpired, TaskNotFound
 from django_skipqueue.models import Job, MaintenanceRun, QueueMinute
 from django_skipqueue.retries import message_record
@@ -35,7 +36,7 @@ from django_skipqueue.states import (
     RetryPolicy,
     next_step,
 )
-from django_skipqueue.tasks import resolve_task, retry_policy
+from django_skipqueue.tasks import retry_policy
 
 logger = logging.getLogger("django_skipqueue.reaper")
 

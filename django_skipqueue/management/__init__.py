@@ -1,5 +1,10 @@
-"""The manage.py commands and what they share: purge progress, graceful interrupts.
+"""The manage.py commands and what they share: argument types, purge progress, interrupts.
 
-Each command parses its arguments and calls one object of ``worker``, ``maintenance`` or
-``monitoring``. Nothing else in the package may import this folder.
+Owns the commands (``commands/``) and what they share: the argument types and ``--backend``
+handling (``arguments.py``), purge progress (``progress.py``) and graceful interrupts
+(``interrupts.py``). Each command parses its arguments and calls one object of ``worker``,
+``maintenance`` or ``monitoring``.
+
+Must not import ``admin``. Nothing else in the package may import this folder, but the
+optional apps' commands its argument types.
 """

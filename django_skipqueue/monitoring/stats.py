@@ -24,7 +24,7 @@ from django_skipqueue.db.counting import Count, capped_count
 from django_skipqueue.models import Job, JobStatus, MaintenanceRun, QueueMinute, WorkerProcess
 from django_skipqueue.models.worker import WorkerRole
 from django_skipqueue.monitoring.metrics import histogram_percentile, merge_histograms
-from django_skipqueue.pausing import paused_queues
+from django_skipqueue.queues import paused_queues
 
 #: Queues not in settings are still shown when they have ready jobs, up to this many.
 MAX_DISCOVERED_QUEUES = 100

@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from ..readonly_admin import ReadOnlyAdmin
 from .models import MessageStatus, OutboxMessage, OutboxRelay
 from .wakeup import after_commit
-
-
-class RelayRowsAdmin(admin.ModelAdmin):
-    """Rows the relay owns: shown, never added or edited by hand."""
-
-    # Exact counts of a long backlog cost a scan on every page view.
-    show_full_result_count = False
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.action(permissions=["resend"], description="Send selected dead letters again")
@@ -43,15 +26,25 @@ def send_again(model_admin: OutboxMessageAdmin, request: HttpRequest, queryset: 
     model_admin.message_user(request, f"{resent} dead letter(s) will be sent again.")
     if skipped > 0:
         model_admin.message_user(
-            request, f"{skipped} message(s) left alone: only dead letters are sent again.",
+            request,
+            f"{skipped} message(s) left alone: only dead letters are sent again.",
             messages.WARNING,
-        )  # fmt: skip
+        )
 
 
 @admin.register(OutboxMessage)
-class OutboxMessageAdmin(RelayRowsAdmin):
-    list_display = ("id", "status", "topic", "key", "message_id", "attempts", "created_at",
-                    "available_at", "error")  # fmt: skip
+class OutboxMessageAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "status",
+        "topic",
+        "key",
+        "message_id",
+        "attempts",
+        "created_at",
+        "available_at",
+        "error",
+    )
     list_filter = ("status", "topic")
     search_fields = ("=message_id", "=key")
     ordering = ("-id",)
@@ -66,7 +59,16 @@ class OutboxMessageAdmin(RelayRowsAdmin):
 
 
 @admin.register(OutboxRelay)
-class OutboxRelayAdmin(RelayRowsAdmin):
-    list_display = ("name", "broker", "started_at", "last_heartbeat_at", "stopped_at", "sent",
-                    "retried", "dead", "confirm_ms")  # fmt: skip
+class OutboxRelayAdmin(ReadOnlyAdmin):
+    list_display = (
+        "name",
+        "broker",
+        "started_at",
+        "last_heartbeat_at",
+        "stopped_at",
+        "sent",
+        "retried",
+        "dead",
+        "confirm_ms",
+    )
     ordering = ("-started_at",)

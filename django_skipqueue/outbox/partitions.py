@@ -15,7 +15,7 @@ from typing import Any
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Value
 
 from ..db.clock import DatabaseNow, DatabaseNowPlus
-from ..db.transactions import retry_whole_transaction, short_transaction
+from ..db.statements import retry_whole_transaction, short_transaction
 from .models import MessageStatus, OutboxMessage, OutboxPartition
 
 

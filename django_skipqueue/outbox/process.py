@@ -137,8 +137,9 @@ class RelayProcess:
 
     def _failed(self, what: str, error: Exception) -> None:
         self._failures += 1
-        logger.warning("relay round failed cause=%s failures=%d error=%s", what, self._failures,
-                       error)  # fmt: skip
+        logger.warning(
+            "relay round failed cause=%s failures=%d error=%s", what, self._failures, error
+        )
         if self.burst and self._failures >= 3:
             raise error
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from django.db import transaction
 
 from ..conf import get_settings
-from ..db.transactions import retry_whole_transaction, short_transaction
+from ..db.statements import retry_whole_transaction, short_transaction
 from ..exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
 from . import partitions
 from .models import OutboxMessage
@@ -123,8 +123,9 @@ class Relay:
                 backlog = partitions.sendable(self.using, number, settings.OUTBOX_BATCH).messages
                 ids = [m.pk for m in backlog]
                 if backlog and mark_claimed(self.using, ids, token, self.name, number) != len(ids):
-                    logger.warning("lease lost before publishing partition=%d relay=%s",
-                                   number, self.name)  # fmt: skip
+                    logger.warning(
+                        "lease lost before publishing partition=%d relay=%s", number, self.name
+                    )
                     continue
                 messages += backlog
         return numbers, sorted(messages, key=lambda m: m.pk)

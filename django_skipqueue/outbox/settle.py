@@ -47,8 +47,9 @@ def mark_claimed(using: str, ids: Sequence[int], token: str, relay: str, partiti
     return rows.update(owner=token, attempts=F("attempts") + 1)
 
 
-def settle(using: str, token: str, outcomes: Outcomes, *, backoff: float, cap: float,
-           max_attempts: int) -> tuple[int, int, int]:  # fmt: skip
+def settle(
+    using: str, token: str, outcomes: Outcomes, *, backoff: float, cap: float, max_attempts: int
+) -> tuple[int, int, int]:
     """Write the outcomes; return how many rows were deleted, retried and dead-lettered."""
     objects = OutboxMessage.objects.using(using)
     sent = objects.filter(pk__in=outcomes.sent, owner=token).delete()[0] if outcomes.sent else 0

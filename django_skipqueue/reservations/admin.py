@@ -20,27 +20,12 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from ..exceptions import ReservationError
+from ..readonly_admin import ReadOnlyAdmin
 from . import api
 from .models import HoldState, LedgerEntry, Pool, Reservation, Unit
 
 #: Holds that run out within this long are "expiring soon".
 SOON = timedelta(minutes=5)
-
-
-class ApiRowsAdmin(admin.ModelAdmin):
-    """Rows the API owns: shown, never added, edited or deleted by hand."""
-
-    # Exact counts of a long history cost a scan on every page view.
-    show_full_result_count = False
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class RestockForm(forms.Form):
@@ -53,14 +38,22 @@ def restock(model_admin: PoolAdmin, request: HttpRequest, queryset: QuerySet) ->
     """Ask for a quantity, then restock each pool in its own transaction."""
     form = RestockForm(request.POST if "apply" in request.POST else None)
     if not form.is_valid():
-        context = {**model_admin.admin_site.each_context(request), "form": form,
-                   "pools": queryset, "opts": model_admin.model._meta,
-                   "title": "Restock pools"}  # fmt: skip
+        context = {
+            **model_admin.admin_site.each_context(request),
+            "form": form,
+            "pools": queryset,
+            "opts": model_admin.model._meta,
+            "title": "Restock pools",
+        }
         return TemplateResponse(request, "admin/skipqueue_reservations/restock.html", context)
     for pool in queryset:
         try:
-            size = api.restock(pool.item_id, pool.location_id, form.cleaned_data["quantity"],
-                               reference=form.cleaned_data["reference"])  # fmt: skip
+            size = api.restock(
+                pool.item_id,
+                pool.location_id,
+                form.cleaned_data["quantity"],
+                reference=form.cleaned_data["reference"],
+            )
         except ReservationError as error:
             model_admin.message_user(request, str(error), messages.ERROR)
         else:
@@ -69,9 +62,18 @@ def restock(model_admin: PoolAdmin, request: HttpRequest, queryset: QuerySet) ->
 
 
 @admin.register(Pool)
-class PoolAdmin(ApiRowsAdmin):
-    list_display = ("item_id", "location_id", "stock", "free", "held", "sold", "oldest_hold",
-                    "expiring_soon", "ledger")  # fmt: skip
+class PoolAdmin(ReadOnlyAdmin):
+    list_display = (
+        "item_id",
+        "location_id",
+        "stock",
+        "free",
+        "held",
+        "sold",
+        "oldest_hold",
+        "expiring_soon",
+        "ledger",
+    )
     search_fields = ("=item_id", "=location_id")
     ordering = ("item_id", "location_id")
     list_per_page = 50
@@ -146,9 +148,10 @@ def release(model_admin: ReservationAdmin, request: HttpRequest, queryset: Query
     model_admin.message_user(request, f"{released} hold(s) released.")
     if skipped:
         model_admin.message_user(
-            request, f"{skipped} reservation(s) left alone: only held ones are released.",
+            request,
+            f"{skipped} reservation(s) left alone: only held ones are released.",
             messages.WARNING,
-        )  # fmt: skip
+        )
 
 
 class ExpiringFilter(admin.SimpleListFilter):
@@ -169,9 +172,19 @@ class ExpiringFilter(admin.SimpleListFilter):
 
 
 @admin.register(Reservation)
-class ReservationAdmin(ApiRowsAdmin):
-    list_display = ("id", "item_id", "location_id", "quantity", "state", "holder", "reference",
-                    "created_at", "expires_at", "ended_at")  # fmt: skip
+class ReservationAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "item_id",
+        "location_id",
+        "quantity",
+        "state",
+        "holder",
+        "reference",
+        "created_at",
+        "expires_at",
+        "ended_at",
+    )
     list_filter = ("state", ExpiringFilter)
     search_fields = ("=id", "=item_id", "=holder", "=reference")
     ordering = ("-id",)
@@ -182,9 +195,17 @@ class ReservationAdmin(ApiRowsAdmin):
 
 
 @admin.register(LedgerEntry)
-class LedgerEntryAdmin(ApiRowsAdmin):
-    list_display = ("id", "item_id", "location_id", "reason", "delta", "reference",
-                    "reservation_id", "created_at")  # fmt: skip
+class LedgerEntryAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "item_id",
+        "location_id",
+        "reason",
+        "delta",
+        "reference",
+        "reservation_id",
+        "created_at",
+    )
     list_filter = ("reason",)
     search_fields = ("=item_id", "=reference", "=reservation_id")
     ordering = ("-id",)

@@ -41,10 +41,18 @@ def insert_hold(
     assert statement.reader is not None
     pk, created_at, expires_at = next(iter(statement.reader.convert(rows)))
     values = dict(
-        id=pk, item_id=pool[0], location_id=pool[1], holder=holder, reference=reference,
-        quantity=quantity, unit_seqs=[], state="held", created_at=created_at,
-        expires_at=expires_at, ended_at=None,
-    )  # fmt: skip
+        id=pk,
+        item_id=pool[0],
+        location_id=pool[1],
+        holder=holder,
+        reference=reference,
+        quantity=quantity,
+        unit_seqs=[],
+        state="held",
+        created_at=created_at,
+        expires_at=expires_at,
+        ended_at=None,
+    )
     return Reservation.from_db(using, _FIELDS, [values[name] for name in _FIELDS])
 
 
@@ -151,10 +159,14 @@ def _units(using: str, count: int, first: int) -> Any:
 
 def _insert_hold(using: str) -> Statement:
     hold = Reservation(
-        item_id=slot_int(0), location_id=slot_int(1), holder=slot_str(2),
-        reference=slot_str(3), quantity=slot_int(4), created_at=DatabaseNow(),
+        item_id=slot_int(0),
+        location_id=slot_int(1),
+        holder=slot_str(2),
+        reference=slot_str(3),
+        quantity=slot_int(4),
+        created_at=DatabaseNow(),
         expires_at=DatabaseNowPlus(slot_float(5)),
-    )  # fmt: skip
+    )
     meta = Reservation._meta
     returning = [meta.pk, meta.get_field("created_at"), meta.get_field("expires_at")]
     return _compile_insert(using, hold, 6, returning)
@@ -162,9 +174,14 @@ def _insert_hold(using: str) -> Statement:
 
 def _insert_ledger(using: str) -> Statement:
     entry = LedgerEntry(
-        item_id=slot_int(0), location_id=slot_int(1), delta=slot_int(2), reason=slot_str(3),
-        reference=slot_str(4), reservation_id=slot_int(5), created_at=DatabaseNow(),
-    )  # fmt: skip
+        item_id=slot_int(0),
+        location_id=slot_int(1),
+        delta=slot_int(2),
+        reason=slot_str(3),
+        reference=slot_str(4),
+        reservation_id=slot_int(5),
+        created_at=DatabaseNow(),
+    )
     return _compile_insert(using, entry, 6, [])
 
 

@@ -20,9 +20,14 @@ def hold(
     reservation = compiled.insert_hold(using, pool, quantity, holder, ttl, reference)
     if reservation is None:  # no INSERT ... RETURNING (MySQL)
         reservation = Reservation.objects.using(using).create(
-            item_id=pool[0], location_id=pool[1], holder=holder, reference=reference,
-            quantity=quantity, created_at=DatabaseNow(), expires_at=DatabaseNowPlus(ttl),
-        )  # fmt: skip
+            item_id=pool[0],
+            location_id=pool[1],
+            holder=holder,
+            reference=reference,
+            quantity=quantity,
+            created_at=DatabaseNow(),
+            expires_at=DatabaseNowPlus(ttl),
+        )
     seqs = claim(using, pool, quantity)
     if len(seqs) < quantity:
         raise _shortage(using, pool, quantity, len(seqs))
@@ -56,8 +61,9 @@ def confirm(using: str, reservation_id: int) -> Reservation:
         sold = hold_units(using, reservation).delete()[0]
     if sold != reservation.quantity:
         raise HoldNotActive(f"{reservation} no longer holds all its units")
-    compiled.record(using, _pool(reservation), 0, LedgerReason.SALE, reservation.reference,
-                    reservation.pk)  # fmt: skip
+    compiled.record(
+        using, _pool(reservation), 0, LedgerReason.SALE, reservation.reference, reservation.pk
+    )
     return reservation
 
 

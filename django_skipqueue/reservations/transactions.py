@@ -12,7 +12,7 @@ from collections.abc import Callable
 from django.db import connections
 
 from ..conf import get_settings
-from ..db.transactions import retry_whole_transaction, short_transaction
+from ..db.statements import retry_whole_transaction, short_transaction
 
 
 def pool_database() -> str:
@@ -26,7 +26,7 @@ def in_pool_transaction[T](work: Callable[[], T], using: str | None = None) -> T
     At REPEATABLE READ a claim that finds the pool empty takes gap locks up to the supremum,
     and the restock's inserts then wait on it or deadlock; READ COMMITTED takes none. Inside a
     caller's transaction the level is already set, so the work joins it (and its retries are
-    the caller's: see :func:`~django_skipqueue.db.transactions.retry_whole_transaction`).
+    the caller's: see :func:`~django_skipqueue.db.statements.retry_whole_transaction`).
     """
     alias = using or pool_database()
 

@@ -19,6 +19,7 @@ from django.utils.html import format_html
 
 from ..db.clock import read_db_now
 from ..exceptions import InvalidSchedule
+from ..readonly_admin import ReadOnlyAdmin
 from . import ticks
 from .definition import KEYS, validate
 from .models import Schedule, Source, Tick
@@ -77,14 +78,31 @@ def disable(model_admin: ScheduleAdmin, request: HttpRequest, queryset: QuerySet
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
     form = ScheduleForm
-    list_display = ("name", "task_path", "timing", "time_zone", "enabled", "next_tick",
-                    "last_tick", "last_job", "missed_ticks", "source")  # fmt: skip
+    list_display = (
+        "name",
+        "task_path",
+        "timing",
+        "time_zone",
+        "enabled",
+        "next_tick",
+        "last_tick",
+        "last_job",
+        "missed_ticks",
+        "source",
+    )
     list_filter = ("enabled", "source")
     search_fields = ("name", "task_path")
     ordering = ("name",)
     actions = [run_now, enable, disable]
-    readonly_fields = ("source", "next_tick", "last_tick", "last_job", "missed_ticks",
-                       "last_error", "updated_at")  # fmt: skip
+    readonly_fields = (
+        "source",
+        "next_tick",
+        "last_tick",
+        "last_job",
+        "missed_ticks",
+        "last_error",
+        "updated_at",
+    )
 
     def has_run_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("skipqueue_scheduling.run_schedule")
@@ -137,20 +155,9 @@ class ScheduleAdmin(admin.ModelAdmin):
 
 
 @admin.register(Tick)
-class TickAdmin(admin.ModelAdmin):
+class TickAdmin(ReadOnlyAdmin):
     list_display = ("schedule", "tick_at", "kind", "job_id", "enqueued_at", "scheduler")
     list_filter = ("kind",)
     search_fields = ("=schedule__name",)
     ordering = ("-tick_at",)
     list_select_related = ("schedule",)
-    # Exact counts of a long history cost a scan on every page view.
-    show_full_result_count = False
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

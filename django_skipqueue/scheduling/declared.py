@@ -62,8 +62,10 @@ def _sync_one(definition: Definition, using: str) -> None:
         )
         return
     if row.source != Source.SETTINGS:
-        logger.error("SKIPQUEUE_SCHEDULES[%r] ignored: a schedule of that name was created in "
-                     "the database", definition.name)  # fmt: skip
+        logger.error(
+            "SKIPQUEUE_SCHEDULES[%r] ignored: a schedule of that name was created in the database",
+            definition.name,
+        )
         return
     changed = [name for name, value in values.items() if getattr(row, name) != value]
     if not changed:

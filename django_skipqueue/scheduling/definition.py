@@ -24,10 +24,22 @@ from .timing import Timing
 
 #: Keys of an entry of SKIPQUEUE_SCHEDULES, and the model field each one fills.
 KEYS = {
-    "task": "task_path", "cron": "cron", "interval": "interval_seconds",
-    "time_zone": "time_zone", "args": "args", "kwargs": "kwargs", "queue": "queue_name",
-    "priority": "priority", "missed": "missed", "catch_up": "catch_up", "enabled": "enabled",
-}  # fmt: skip
+    "task": "task_path",
+    "cron": "cron",
+    "interval": "interval_seconds",
+    "time_zone": "time_zone",
+    "args": "args",
+    "kwargs": "kwargs",
+    "queue": "queue_name",
+    "priority": "priority",
+    "missed": "missed",
+    "catch_up": "catch_up",
+    "enabled": "enabled",
+}
+#: The model fields a definition fills, in the order of KEYS.
+FIELDS = tuple(KEYS.values())
+#: The fields an entry may leave out: the definition's defaults stand for them.
+OPTIONAL = ("args", "kwargs", "queue_name", "priority", "missed", "catch_up", "enabled")
 
 
 @dataclass(frozen=True)
@@ -47,11 +59,14 @@ class Definition:
 
     def fields(self) -> dict[str, Any]:
         """The values of the Schedule model's definition fields."""
-        values = {name: getattr(self, name) for name in ("task_path", "kwargs",
-                  "queue_name", "priority", "missed", "catch_up", "enabled")}  # fmt: skip
-        return {**values, "args": list(self.args), "cron": self.timing.cron,
-                "interval_seconds": self.timing.interval,
-                "time_zone": self.timing.time_zone}  # fmt: skip
+        values = {name: getattr(self, name) for name in ("task_path", *OPTIONAL)}
+        return {
+            **values,
+            "args": list(self.args),
+            "cron": self.timing.cron,
+            "interval_seconds": self.timing.interval,
+            "time_zone": self.timing.time_zone,
+        }
 
 
 def from_setting(name: object, entry: object) -> Definition:
@@ -73,12 +88,15 @@ def validate(name: str, values: Mapping[str, Any]) -> Definition:
     """Build and check a definition from model field values (a setting entry or a form)."""
     if "task_path" not in values:
         raise InvalidSchedule(f"schedule {name!r} names no task ('task': 'app.tasks.name')")
-    timing = Timing(values.get("cron") or "", values.get("interval_seconds"),
-                    values.get("time_zone") or "UTC")  # fmt: skip
-    definition = Definition(name, values["task_path"], timing, **{
-        key: values[key] for key in ("args", "kwargs", "queue_name", "priority", "missed",
-                                     "catch_up", "enabled") if values.get(key) is not None
-    })  # fmt: skip
+    timing = Timing(
+        values.get("cron") or "", values.get("interval_seconds"), values.get("time_zone") or "UTC"
+    )
+    definition = Definition(
+        name,
+        values["task_path"],
+        timing,
+        **{key: values[key] for key in OPTIONAL if values.get(key) is not None},
+    )
     _check_policy(definition)
     scheduled_task(definition)
     return definition
@@ -86,14 +104,16 @@ def validate(name: str, values: Mapping[str, Any]) -> Definition:
 
 def scheduled_task(definition: Definition) -> Task:
     """The task a tick enqueues, with the schedule's queue and priority, or InvalidSchedule."""
-    from ..tasks import resolve_task
+    from ..context import resolve_task
 
     try:
         task = resolve_task(definition.task_path)
         task = task.using(queue_name=definition.queue_name or None, priority=definition.priority)
         _check_backend(task)
-        check_size(*normalize_arguments(definition.args, definition.kwargs),
-                   get_settings().MAX_PAYLOAD_BYTES)  # fmt: skip
+        check_size(
+            *normalize_arguments(definition.args, definition.kwargs),
+            get_settings().MAX_PAYLOAD_BYTES,
+        )
     except (SkipQueueError, InvalidTask, TypeError, ValueError) as error:
         if isinstance(error, InvalidSchedule):
             raise
@@ -113,8 +133,9 @@ def _check_backend(task: Task) -> None:
         raise InvalidSchedule(
             f"task {task.module_path!r} goes to backend {backend.alias!r}, which is not a "
             f"SkipQueueBackend on database {schedule_database()!r}: its job could not commit "
-            "with its tick", "task",
-        )  # fmt: skip
+            "with its tick",
+            "task",
+        )
 
 
 def _check_policy(definition: Definition) -> None:

@@ -14,7 +14,7 @@ import logging
 from django.db import DatabaseError, IntegrityError, transaction
 
 from ..db.clock import DatabaseNow, read_db_now
-from ..db.transactions import retry_whole_transaction
+from ..db.statements import retry_whole_transaction
 from ..maintenance.reap import runner_id
 from .declared import sync_declared
 from .models import Schedule

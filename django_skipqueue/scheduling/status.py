@@ -89,12 +89,16 @@ def render(lines: list[ScheduleLine]) -> str:
 def _line(row: Any, statuses: dict[int, str]) -> ScheduleLine:
     status = statuses.get(row.last_job_id, "purged") if row.last_job_id else None
     return ScheduleLine(
-        name=row.name, timing=row.timing, time_zone=row.time_zone,
+        name=row.name,
+        timing=row.timing,
+        time_zone=row.time_zone,
         next_tick_at=local_time(row.next_tick_at, row.time_zone),
         last_tick_at=local_time(row.last_tick_at, row.time_zone),
-        last_job_id=row.last_job_id, last_job_status=status,
-        missed_ticks=row.missed_ticks, last_error=row.last_error,
-    )  # fmt: skip
+        last_job_id=row.last_job_id,
+        last_job_status=status,
+        missed_ticks=row.missed_ticks,
+        last_error=row.last_error,
+    )
 
 
 def local_time(moment: datetime | None, time_zone: str) -> str | None:

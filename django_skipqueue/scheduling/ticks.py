@@ -14,7 +14,7 @@ from django.db import DatabaseError, transaction
 
 from ..conf import get_settings
 from ..db.clock import DatabaseNow
-from .definition import Definition, scheduled_task, validate
+from .definition import FIELDS, Definition, scheduled_task, validate
 from .models import Missed, Schedule, Tick, TickKind
 
 logger = logging.getLogger("django_skipqueue.scheduler")
@@ -22,9 +22,7 @@ logger = logging.getLogger("django_skipqueue.scheduler")
 
 def definition_of(schedule: Schedule) -> Definition:
     """The schedule's definition, checked (InvalidSchedule if its task or rule went bad)."""
-    fields = ("task_path", "cron", "interval_seconds", "time_zone", "args", "kwargs",
-              "queue_name", "priority", "missed", "catch_up", "enabled")  # fmt: skip
-    return validate(schedule.name, {name: getattr(schedule, name) for name in fields})
+    return validate(schedule.name, {name: getattr(schedule, name) for name in FIELDS})
 
 
 def fire(schedule: Schedule, now: datetime, using: str, scheduler: str) -> int:
@@ -42,16 +40,18 @@ def fire(schedule: Schedule, now: datetime, using: str, scheduler: str) -> int:
     except DatabaseError:
         raise
     except Exception as error:  # the task's import or arguments: the user's code
-        logger.exception("schedule=%s could not be enqueued; skipped to its next tick",
-                         schedule.name)  # fmt: skip
+        logger.exception(
+            "schedule=%s could not be enqueued; skipped to its next tick", schedule.name
+        )
         return _advance(schedule, now, using, error=f"{type(error).__name__}: {error}")
     schedule.missed_ticks += due - len(fired)
     if fired:
         schedule.last_tick_at, schedule.last_job_id = fired[-1]
     _advance(schedule, now, using, definition=definition)
     if due > len(fired):
-        logger.warning("schedule=%s missed=%d policy=%s", schedule.name, due - len(fired),
-                       definition.missed)  # fmt: skip
+        logger.warning(
+            "schedule=%s missed=%d policy=%s", schedule.name, due - len(fired), definition.missed
+        )
     return len(fired)
 
 
@@ -59,9 +59,14 @@ def run_now(schedule: Schedule, now: datetime, using: str, scheduler: str) -> in
     """Enqueue one job of ``schedule`` at once (the admin's "Run now"); return its job id."""
     task = scheduled_task(definition_of(schedule))
     result = task.enqueue(*schedule.args, **schedule.kwargs)
-    Tick.objects.using(using).create(schedule=schedule, tick_at=now, kind=TickKind.MANUAL,
-                                     job_id=int(result.id), enqueued_at=DatabaseNow(),
-                                     scheduler=scheduler)  # fmt: skip
+    Tick.objects.using(using).create(
+        schedule=schedule,
+        tick_at=now,
+        kind=TickKind.MANUAL,
+        job_id=int(result.id),
+        enqueued_at=DatabaseNow(),
+        scheduler=scheduler,
+    )
     Schedule.objects.using(using).filter(pk=schedule.pk).update(last_job_id=int(result.id))
     return int(result.id)
 
@@ -76,8 +81,9 @@ def _times(definition: Definition, start: datetime, now: datetime) -> tuple[list
     return times, due
 
 
-def _enqueue(schedule: Schedule, definition: Definition, times: list[datetime], using: str,
-             scheduler: str) -> list[tuple[datetime, int]]:  # fmt: skip
+def _enqueue(
+    schedule: Schedule, definition: Definition, times: list[datetime], using: str, scheduler: str
+) -> list[tuple[datetime, int]]:
     """Enqueue a job per tick not recorded yet and record each tick next to its job."""
     ticks = Tick.objects.using(using).filter(schedule=schedule)
     done = set(ticks.filter(tick_at__in=times).values_list("tick_at", flat=True))
@@ -87,8 +93,13 @@ def _enqueue(schedule: Schedule, definition: Definition, times: list[datetime], 
         if moment in done:  # an edit moved next_tick_at back over recorded ticks
             continue
         job_id = int(task.enqueue(*definition.args, **definition.kwargs).id)
-        ticks.create(schedule=schedule, tick_at=moment, job_id=job_id,
-                     enqueued_at=DatabaseNow(), scheduler=scheduler)  # fmt: skip
+        ticks.create(
+            schedule=schedule,
+            tick_at=moment,
+            job_id=job_id,
+            enqueued_at=DatabaseNow(),
+            scheduler=scheduler,
+        )
         fired.append((moment, job_id))
     return fired
 
@@ -107,6 +118,14 @@ def _advance(
     else:
         schedule.next_tick_at = now + timedelta(minutes=1)
     schedule.last_error = error
-    schedule.save(using=using, update_fields=["next_tick_at", "last_tick_at", "last_job_id",
-                                              "missed_ticks", "last_error"])  # fmt: skip
+    schedule.save(
+        using=using,
+        update_fields=[
+            "next_tick_at",
+            "last_tick_at",
+            "last_job_id",
+            "missed_ticks",
+            "last_error",
+        ],
+    )
     return 0

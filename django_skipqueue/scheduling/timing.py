@@ -47,9 +47,10 @@ class Timing:
         if bool(self.cron) == bool(self.interval):
             raise InvalidSchedule("give either a cron expression or an interval, not both")
         if self.interval is not None and (
-            isinstance(self.interval, bool) or not isinstance(self.interval, int)
+            isinstance(self.interval, bool)
+            or not isinstance(self.interval, int)
             or self.interval < 1
-        ):  # fmt: skip
+        ):
             raise InvalidSchedule(f"interval must be whole seconds >= 1, not {self.interval!r}")
         zone(self.time_zone)
         if self.cron:
@@ -74,13 +75,16 @@ class Timing:
             return [], 0
         if self.interval:
             count = (now - start) // timedelta(seconds=self.interval) + 1
-            kept = [start + timedelta(seconds=self.interval * i)
-                    for i in range(max(0, count - keep), count)]  # fmt: skip
+            kept = [
+                start + timedelta(seconds=self.interval * i)
+                for i in range(max(0, count - keep), count)
+            ]
             return kept, count
         newest = self._cron(now + ONE_MICROSECOND, reverse=True)
         kept = [_utc(t) for t in islice(_until(newest, start), keep)]
-        count = sum(1 for _ in islice(_until(self._cron(start - ONE_MICROSECOND), None, now),
-                                      COUNT_CAP))  # fmt: skip
+        count = sum(
+            1 for _ in islice(_until(self._cron(start - ONE_MICROSECOND), None, now), COUNT_CAP)
+        )
         return kept[::-1], max(count, len(kept))
 
     def _cron(self, moment: datetime, *, reverse: bool = False) -> Iterator[datetime]:

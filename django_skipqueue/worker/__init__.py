@@ -2,7 +2,9 @@
 
 Owns the supervisor (fork, replace, signals, the final summary), the worker loop (record and
 claim, run, renew), the claimer, the jobs a worker holds, the executor, the recording of
-outcomes, the heartbeat, stopping, owner ids and ``WorkerOptions``.
+outcomes, the heartbeat (with the process's connection and its backoff), owner ids, the
+start-up checks and ``WorkerOptions``. The loop sleeps and learns of stop signals through
+``django_skipqueue.wakeup``.
 
 Must not import ``admin``, ``management`` or ``maintenance`` (the supervisor runs the
 maintenance loop through ``default_maintenance()``, which imports it by name at run time).

@@ -7,7 +7,7 @@ import time
 from django_skipqueue.db.clock import DatabaseNowPlus
 from django_skipqueue.models import Job
 from django_skipqueue.monitoring.metrics import Metrics
-from django_skipqueue.pausing import unpaused
+from django_skipqueue.queues import unpaused
 from django_skipqueue.worker.options import WorkerOptions
 
 #: First pause after an empty claim round; it doubles up to the idle cap.
@@ -104,7 +104,7 @@ class Claimer:
         A claim that only a wake-up made due asks the queues it named, not every queue: the
         others were empty at the last poll, and the wake-up is often for a job that another
         worker has already taken. The pause check here is the round's only one (its list is
-        cached for about a second, see pausing.py).
+        cached for about a second, see queues.py).
         """
         self.polling = self._poll_due() or not self.woken_for
         queues = self._queues_to_ask(self.polling)

@@ -23,9 +23,9 @@ from django.db import Error, close_old_connections, connections, transaction
 from django_skipqueue import transitions
 from django_skipqueue.compat import Task, TaskResult, normalize_json, task_started
 from django_skipqueue.conf import get_settings
-from django_skipqueue.context import JobContext, current_job
+from django_skipqueue.context import JobContext, build_result, current_job, task_for_job
 from django_skipqueue.db.outage import TOO_MANY_CONNECTIONS
-from django_skipqueue.db.transactions import retry_whole_transaction
+from django_skipqueue.db.statements import retry_whole_transaction
 from django_skipqueue.exceptions import (
     InvalidPayload,
     InvalidReturnValue,
@@ -38,7 +38,6 @@ from django_skipqueue.exceptions import (
 from django_skipqueue.models import Job
 from django_skipqueue.monitoring import tracing
 from django_skipqueue.queues import backend_class
-from django_skipqueue.results import build_result, task_for_job
 from django_skipqueue.retries import error_record, message_record
 from django_skipqueue.states import (
     CANCEL_RUNNING,

@@ -16,27 +16,27 @@ import time
 from django.db import Error, close_old_connections
 
 from django_skipqueue.conf import get_settings
-from django_skipqueue.db.transactions import retry_whole_transaction, short_transaction
+from django_skipqueue.context import resolve_task
+from django_skipqueue.db.statements import retry_whole_transaction, short_transaction
 from django_skipqueue.exceptions import JobCancelled
 from django_skipqueue.models import Job
 from django_skipqueue.models.worker import WorkerRole
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.retries import message_record
 from django_skipqueue.states import JobStatus
-from django_skipqueue.tasks import resolve_task
-from django_skipqueue.wakeup import Waker
+from django_skipqueue.wakeup import GRACEFUL, IMMEDIATE, Stopping, Waker
 from django_skipqueue.worker import heartbeat, recording
 from django_skipqueue.worker.claimer import Claimer
-from django_skipqueue.worker.connection import (
+from django_skipqueue.worker.executor import Executor, Outcome, Running, timed_out
+from django_skipqueue.worker.heartbeat import (
     DatabaseBackoff,
     bound_network_waits,
+    clock_offset,
     connections_kept_open,
+    resident_megabytes,
 )
-from django_skipqueue.worker.executor import Executor, Outcome, Running, timed_out
-from django_skipqueue.worker.heartbeat import clock_offset, resident_megabytes
 from django_skipqueue.worker.held import Holdings
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
-from django_skipqueue.worker.stopping import GRACEFUL, IMMEDIATE, Stopping
 
 logger = logging.getLogger("django_skipqueue.worker")
 

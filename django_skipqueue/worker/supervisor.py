@@ -27,13 +27,11 @@ from django_skipqueue.conf import get_settings
 from django_skipqueue.db.outage import is_unreachable, outage
 from django_skipqueue.models.worker import WorkerRole
 from django_skipqueue.monitoring.metrics import Metrics
-from django_skipqueue.wakeup import Waker
+from django_skipqueue.wakeup import IMMEDIATE, STOP_SIGNALS, Stopping, Waker
 from django_skipqueue.worker import heartbeat, recording
-from django_skipqueue.worker.connection import bound_network_waits
 from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
 from django_skipqueue.worker.owner import new_token, owner_id
-from django_skipqueue.worker.stopping import IMMEDIATE, STOP_SIGNALS, Stopping
 
 if TYPE_CHECKING:
     from django_skipqueue.monitoring.exporter import Endpoint
@@ -123,7 +121,7 @@ class Supervisor:
                 self.endpoint.stop()
 
     def _supervise(self) -> int:
-        bound_network_waits(self.using)  # the reaper's queries too: see worker.connection
+        heartbeat.bound_network_waits(self.using)  # the reaper's queries too: see worker.heartbeat
         self._database(lambda: heartbeat.register(self.owner, WorkerRole.SUPERVISOR, self.options))
         logger.info(
             "runworkers starting version=%s supervisor=%s processes=%s %s",

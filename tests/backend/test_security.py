@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
+from django_skipqueue.context import resolve_task
 from django_skipqueue.exceptions import InvalidQueueName, TaskNotFound
 from django_skipqueue.models import Job
-from django_skipqueue.tasks import resolve_task
 from tests.support.tasks import echo
 
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 from django.db import OperationalError, connection, connections, transaction
 
-from django_skipqueue.db.transactions import is_retryable, retry_whole_transaction
+from django_skipqueue.db.statements import is_retryable, retry_whole_transaction
 from testproject.demo.models import LedgerEntry
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.mysql]

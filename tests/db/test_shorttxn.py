@@ -6,7 +6,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from django_skipqueue.db.transactions import short_transaction
+from django_skipqueue.db.statements import short_transaction
 from django_skipqueue.models import Job
 from tests.support.tasks import noop
 

@@ -18,7 +18,7 @@ import pytest
 from django.db import connection, connections
 from django.db.models import Sum
 
-from django_skipqueue.db import transactions as dbretry
+from django_skipqueue.db import statements as dbretry
 from django_skipqueue.db.clock import DatabaseNowPlus, read_db_now
 from django_skipqueue.maintenance import reap as reaper
 from django_skipqueue.models import Job, QueueMinute

@@ -15,7 +15,7 @@ import pytest
 from django.db import connections
 from django.test import override_settings
 
-from django_skipqueue.worker.connection import bound_network_waits
+from django_skipqueue.worker.heartbeat import bound_network_waits
 
 pytestmark = pytest.mark.mysql
 

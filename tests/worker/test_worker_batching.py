@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from django_skipqueue import wakeup
 from django_skipqueue.models import Job
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.wakeup import Waker
-from django_skipqueue.worker import stopping
 from django_skipqueue.worker.executor import Outcome
 from django_skipqueue.worker.held import Holdings
 from django_skipqueue.worker.loop import BATCH_FILL_SECONDS, Worker
@@ -82,7 +82,7 @@ def test_no_batch_wait_for_a_signal_a_quiet_queue_or_new_work(why):
     worker, waits = _worker_with_a_job_back_and_one_about_to_start()
     try:
         if why == "signal":
-            worker.stopping.signals.append(stopping.STOP_SIGNALS[0])
+            worker.stopping.signals.append(wakeup.STOP_SIGNALS[0])
         elif why == "quiet queue":
             worker.claimer.idle.claimed(1, 4)  # the last claim got fewer jobs than it asked for
         else:

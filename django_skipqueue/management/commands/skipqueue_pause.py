@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from django_skipqueue.compat import InvalidTask
 from django_skipqueue.management.arguments import add_backend
-from django_skipqueue.pausing import pause
+from django_skipqueue.queues import pause
 
 
 class Command(BaseCommand):

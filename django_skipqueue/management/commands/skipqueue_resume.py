@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from django_skipqueue.compat import InvalidTask
 from django_skipqueue.management.arguments import add_backend
-from django_skipqueue.pausing import resume
+from django_skipqueue.queues import resume
 
 
 class Command(BaseCommand):

@@ -7,6 +7,10 @@ fails. A message's answer is ``None`` (confirmed), or (what :meth:`Transport.sen
 take (a dead letter), :class:`~django_skipqueue.exceptions.MessageNotConfirmed` for one to
 retry later, and :class:`~django_skipqueue.exceptions.BrokerUnavailable` when the connection
 is gone (the relay reconnects with backoff; no attempt is spent).
+
+Owns that interface, the choice by scheme and one module per broker (``rabbitmq.py``,
+``nats.py``). Must not import the outbox's models, relay or anything of the job queue but
+its ``exceptions``: a transport only talks to its broker.
 """
 
 from __future__ import annotations

@@ -1,1 +1,5 @@
-"""Migrations of the reservations app (skipqueue_reservations)."""
+"""Migrations of the reservations app (skipqueue_reservations).
+
+Must not import the models or any module of the package: a migration describes the schema of
+its time.
+"""

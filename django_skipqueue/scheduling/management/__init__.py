@@ -1,1 +1,4 @@
-"""The scheduling app's manage.py commands: ``skipqueue_scheduler``."""
+"""The scheduling app's manage.py commands: ``skipqueue_scheduler``.
+
+Must not import the job queue's ``worker`` loop or ``admin``.
+"""

@@ -1,1 +1,5 @@
-"""Migrations of the scheduling app."""
+"""Migrations of the scheduling app (the schedules and their ticks).
+
+Must not import the models or any module of the package: a migration describes the schema of
+its time.
+"""

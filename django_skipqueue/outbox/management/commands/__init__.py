@@ -1,1 +1,1 @@
-"""One module per command of the outbox app."""
+"""One module per command of the outbox app; it must not import another command."""

@@ -1,1 +1,1 @@
-"""One module per command of the reservations app."""
+"""One module per command of the reservations app; it must not import another command."""

@@ -1,1 +1,1 @@
-"""One module per command of the scheduling app."""
+"""One module per command of the scheduling app; it must not import another command."""

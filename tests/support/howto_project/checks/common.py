@@ -32,3 +32,31 @@ def wait_until(condition, timeout: float = 30, what: str = "the condition") -> N
     while not condition():
         assert time.monotonic() < deadline, f"{what} did not happen within {timeout}s"
         time.sleep(0.1)
+
+
+class Abandoned(Exception):
+    """Raised after place_order, inside the caller's transaction, to roll it all back."""
+
+
+def place_orders() -> tuple:
+    """Place the orders the outbox pages follow: ada's twice (a retried request finds the same
+    order), grace's once, and linus's inside a transaction that rolls back. Return the two
+    orders that committed, ada's first."""
+    from decimal import Decimal
+
+    from django.db import transaction
+    from orders.models import Cart
+    from orders.services import place_order
+
+    ada = Cart.objects.create(customer="ada", total=Decimal("12.50"))
+    grace = Cart.objects.create(customer="grace", total=Decimal("7.00"))
+    first = place_order(ada)
+    assert place_order(ada) == first, "a retried request must find the same order"
+    second = place_order(grace)
+    try:
+        with transaction.atomic():
+            place_order(Cart.objects.create(customer="linus", total=Decimal("3.00")))
+            raise Abandoned
+    except Abandoned:
+        pass
+    return first, second

@@ -6,18 +6,12 @@ Run by the page's ``run`` directive in ``manage.py shell``, while the page's
 
 import os
 import time
-from decimal import Decimal
 
-from django.db import transaction
+from checks.common import place_orders
 from orders import bus
-from orders.models import Cart, Order
-from orders.services import place_order
+from orders.models import Order
 
 from django_skipqueue.models import Job
-
-
-class Abandoned(Exception):
-    """Raised after place_order, inside the caller's transaction, to roll it all back."""
 
 
 def wait_for_jobs(timeout: float = 60) -> None:
@@ -27,17 +21,7 @@ def wait_for_jobs(timeout: float = 60) -> None:
         time.sleep(0.2)
 
 
-ada = Cart.objects.create(customer="ada", total=Decimal("12.50"))
-grace = Cart.objects.create(customer="grace", total=Decimal("7.00"))
-first = place_order(ada)
-assert place_order(ada) == first, "a retried request must find the same order"
-second = place_order(grace)
-try:
-    with transaction.atomic():
-        place_order(Cart.objects.create(customer="linus", total=Decimal("3.00")))
-        raise Abandoned
-except Abandoned:
-    pass
+first, second = place_orders()
 
 wait_for_jobs()
 jobs = list(Job.objects.values_list("task_path", "queue_name", "status"))

@@ -1,0 +1,33 @@
+"""The admin base of rows a process owns: shown, never added, edited or deleted by hand.
+
+The optional apps' admins (outbox messages and relays, reservation pools, holds and the
+ledger, schedule ticks) list rows that their relay, their API or their scheduler writes under
+its own locks and fences; a hand edit would bypass them. Their actions go through those same
+paths. The job admin is not one of them: it may delete finished jobs.
+
+Imports nothing of the package, so that every optional app may import it without the job
+queue's ``admin``, models or worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A ModelAdmin that lists and shows rows, and refuses to add, change or delete them."""
+
+    # Exact counts of a long history or backlog cost a scan on every page view.
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
