@@ -26,13 +26,14 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from benchmarks.backlog import Backlog
 from benchmarks.harness import interleaved
 from benchmarks.machine import machine
 from benchmarks.procs import Fleet, server_cpu_seconds
-from benchmarks.scenarios.drain import POLL, START_TIMEOUT
+from benchmarks.scenarios.drain import _watch
 from benchmarks.systems import ROOT, SYSTEMS, System
 
 WORK = ROOT / "benchmarks" / ".work" / "before_after"
@@ -91,31 +92,9 @@ def drain(side: Side, backlog: Backlog, count: int, cap: float, log: Path) -> di
     env = side.env(BENCH_WORKERS="4")
     fleet = Fleet.start(commands, env, log)
     try:
-        launched = time.monotonic()
-        first = None
-        while True:
-            left, now = backlog.remaining(), time.monotonic()
-            if first is None and left < count:
-                first = (now, left, fleet.cpu_seconds(), server_cpu_seconds("mariadbd", None))
-            if first is None and now - launched > START_TIMEOUT:
-                return {"error": "no job finished within the start timeout"}
-            if first is not None and (left == 0 or now - first[0] > cap):
-                break
-            if not fleet.alive():
-                return {"error": "the workers exited early"}
-            time.sleep(POLL)
-        cpu, server = fleet.cpu_seconds(), server_cpu_seconds("mariadbd", None)
+        return _watch(backlog, fleet, partial(server_cpu_seconds, "mariadbd"), count, cap)
     finally:
         fleet.stop()
-    t0, left0, cpu0, server0 = first
-    done, elapsed = left0 - left, now - t0
-    return {
-        "jobs": done,
-        "jobs_per_s": done / elapsed,
-        "cpu_ms_per_job": 1000 * (cpu - cpu0) / done,
-        "server_cpu_ms_per_job": 1000 * (server - server0) / done,
-        "capped": left > 0,
-    }
 
 
 def sweep(side: Side, backlog: Backlog, config: str, count: int) -> dict:

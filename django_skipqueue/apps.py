@@ -16,10 +16,9 @@ class SkipQueueConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django_skipqueue.checks import check_binlog_format
+        from django_skipqueue.checks import check_binlog_format, check_versions
         from django_skipqueue.compat import ensure_backport_loaded
         from django_skipqueue.setting_checks import check_settings
-        from django_skipqueue.version_checks import check_versions
 
         require_tasks_setting()
         ensure_backport_loaded()

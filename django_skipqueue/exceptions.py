@@ -1,11 +1,19 @@
-"""Exceptions raised by django-skipqueue."""
+"""Exceptions raised by django-skipqueue, and the records a job keeps of those it met.
+
+A failed attempt leaves its error record in the job's ``errors``: the exception's class path
+and its traceback, a long one trimmed (:func:`error_record`, :func:`message_record`). When the
+job runs again is the state machine's decision: ``states.next_step()``.
+"""
 
 from __future__ import annotations
+
+import traceback
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import CommandError
 
 from django_skipqueue.compat import InvalidTask
+from django_skipqueue.conf import get_settings
 
 
 class SkipQueueError(Exception):
@@ -158,3 +166,33 @@ class InvalidSchedule(SkipQueueError, ValueError):
 
 class BatchFinished(SkipQueueError):
     """Jobs were added to a batch that had already finished (its callbacks enqueued)."""
+
+
+# The records of errors a job keeps.
+
+ELISION = "\n[... {} characters elided ...]\n"
+
+
+def error_record(error: BaseException) -> dict[str, str]:
+    """Return the stored form of ``error``: its class path and (trimmed) traceback."""
+    cls = type(error)
+    text = "".join(traceback.format_exception(error))
+    return {
+        "exception_class_path": f"{cls.__module__}.{cls.__qualname__}",
+        "traceback": trim(text),
+    }
+
+
+def message_record(error_class: type[BaseException], message: str) -> dict[str, str]:
+    """Return an error record for an attempt that ended without a Python traceback."""
+    path = f"{error_class.__module__}.{error_class.__qualname__}"
+    return {"exception_class_path": path, "traceback": f"{path}: {message}\n"}
+
+
+def trim(text: str) -> str:
+    """Keep the head and the tail of a long traceback: both ends are where the answers are."""
+    limit = get_settings().MAX_TRACEBACK_CHARS
+    if len(text) <= limit:
+        return text
+    keep = max(limit - len(ELISION) - 10, 2) // 2
+    return text[:keep] + ELISION.format(len(text) - 2 * keep) + text[-keep:]

@@ -17,9 +17,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 
 from django_skipqueue import transitions, wakeup
-from django_skipqueue.exceptions import JobCancelled
+from django_skipqueue.exceptions import JobCancelled, message_record
 from django_skipqueue.models import FINISHED_STATUSES, Job, JobStatus
-from django_skipqueue.retries import message_record
 
 #: Jobs changed per transaction: small enough that no lock is held for long.
 CHUNK = 500

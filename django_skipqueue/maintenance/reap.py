@@ -24,9 +24,8 @@ from django_skipqueue.conf import get_settings
 from django_skipqueue.context import resolve_task
 from django_skipqueue.db.clock import read_db_now
 from django_skipqueue.db.statements import retry_whole_transaction
-from django_skipqueue.exceptions import LeaseExpired, TaskNotFound
+from django_skipqueue.exceptions import LeaseExpired, TaskNotFound, message_record
 from django_skipqueue.models import Job, MaintenanceRun, QueueMinute
-from django_skipqueue.retries import message_record
 from django_skipqueue.states import (
     CANCEL_RUNNING,
     FAIL,

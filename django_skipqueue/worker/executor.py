@@ -34,11 +34,12 @@ from django_skipqueue.exceptions import (
     Snooze,
     SnoozeLimitReached,
     TaskNotFound,
+    error_record,
+    message_record,
 )
 from django_skipqueue.models import Job
 from django_skipqueue.monitoring import tracing
 from django_skipqueue.queues import backend_class
-from django_skipqueue.retries import error_record, message_record
 from django_skipqueue.states import (
     CANCEL_RUNNING,
     SNOOZE,

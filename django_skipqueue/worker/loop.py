@@ -18,11 +18,10 @@ from django.db import Error, close_old_connections
 from django_skipqueue.conf import get_settings
 from django_skipqueue.context import resolve_task
 from django_skipqueue.db.statements import retry_whole_transaction, short_transaction
-from django_skipqueue.exceptions import JobCancelled
+from django_skipqueue.exceptions import JobCancelled, message_record
 from django_skipqueue.models import Job
 from django_skipqueue.models.worker import WorkerRole
 from django_skipqueue.monitoring.metrics import Metrics
-from django_skipqueue.retries import message_record
 from django_skipqueue.states import JobStatus
 from django_skipqueue.wakeup import GRACEFUL, IMMEDIATE, Stopping, Waker
 from django_skipqueue.worker import heartbeat, recording

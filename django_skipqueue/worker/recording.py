@@ -19,10 +19,9 @@ from django_skipqueue import transitions, wakeup
 from django_skipqueue.compat import TaskResult, task_finished
 from django_skipqueue.context import build_result, resolve_task, task_for_job, update_result
 from django_skipqueue.db.statements import retry_whole_transaction, short_transaction
-from django_skipqueue.exceptions import WorkerDied, WorkerStopped
+from django_skipqueue.exceptions import WorkerDied, WorkerStopped, message_record
 from django_skipqueue.models import Job
 from django_skipqueue.queues import backend_class
-from django_skipqueue.retries import message_record
 from django_skipqueue.states import JobStatus, Step, next_step
 from django_skipqueue.worker.executor import RETRY, SNOOZED, Outcome
 

@@ -16,9 +16,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS
+from ..context import resolve_task
 from ..enqueue import open_batch
 from ..payload import normalize_arguments
-from ..tasks import resolve_task
 from .models import Batch, Kind, Member
 from .opening import OpenBatch, TaskLike, callbacks, database_of, json_kwargs, parent_of, task_path
 

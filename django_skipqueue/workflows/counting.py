@@ -18,10 +18,10 @@ from typing import Any
 from django.db import DatabaseError, transaction
 from django.db.models import F
 
+from ..context import resolve_task
 from ..db.clock import DatabaseNow
 from ..enqueue import build_job, insert_job
 from ..states import JobStatus
-from ..tasks import resolve_task
 from ..transitions import Ended
 from .models import Batch, Kind, Member
 

@@ -17,12 +17,12 @@ from django.db.models import F
 from django.utils import timezone
 
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, Task
+from ..context import resolve_task
 from ..enqueue import open_batch
 from ..exceptions import BatchFinished
 from ..models import Job
 from ..payload import normalize_arguments
 from ..queues import queue_database
-from ..tasks import resolve_task
 from . import counting
 from .models import Batch, Kind, Member
 

@@ -12,7 +12,7 @@ import pytest
 from django.core import checks
 from django.test import modify_settings, override_settings
 
-from django_skipqueue import version_checks
+from django_skipqueue import checks as version_checks
 from django_skipqueue.compat import BUILTIN, DUMMY_BACKEND, TASK_DECORATOR_TAKES_OPTIONS
 from django_skipqueue.tasks import SkipQueueTask, task
 from tests.conftest import ROOT

@@ -24,11 +24,11 @@ from django.utils import timezone
 from django_skipqueue import states, transitions
 from django_skipqueue.admin import operations
 from django_skipqueue.db.clock import DatabaseNowPlus
+from django_skipqueue.exceptions import message_record
 from django_skipqueue.maintenance.promote import promote
 from django_skipqueue.maintenance.purge import purge
 from django_skipqueue.maintenance.reap import reap
 from django_skipqueue.models import Job
-from django_skipqueue.retries import message_record
 from django_skipqueue.worker import recording
 from tests.conftest import ROOT
 from tests.support.tasks import noop, reindex_user

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from django_skipqueue.exceptions import error_record, trim
 from django_skipqueue.models import Job
 from django_skipqueue.monitoring.metrics import (
     CLAIM_LATENCY_BUCKETS_MS,
@@ -15,7 +16,6 @@ from django_skipqueue.monitoring.metrics import (
     histogram_percentile,
     merge_histograms,
 )
-from django_skipqueue.retries import error_record, trim
 from django_skipqueue.states import retry_delay
 from django_skipqueue.worker.claimer import FIRST_IDLE_PAUSE, IdleBackoff
 from django_skipqueue.worker.owner import owner_id, pid_of
