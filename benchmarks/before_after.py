@@ -1,7 +1,7 @@
 """Two commits of the package, interleaved in one invocation: the 4 x 4 drain and the batch sweep.
 
 ``python -m benchmarks.before_after --before REV [--after REV]`` checks each commit out in a
-git worktree of its own (detached, under ``benchmarks/.work/before_after/``), gives each its
+git worktree of its own (detached, in a temporary directory), gives each its
 own database, and runs, round after round, the drain of scenario 1 at 4 processes x 4
 threads and the sweep of scenario 6 (one process claiming B jobs at a time, no worker loop)
 for both, alternating which goes first (AB, BA, ...), so that a change of the machine's load
@@ -24,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from functools import partial
@@ -36,7 +37,8 @@ from benchmarks.procs import Fleet, server_cpu_seconds
 from benchmarks.scenarios.drain import _watch
 from benchmarks.systems import ROOT, SYSTEMS, System
 
-WORK = ROOT / "benchmarks" / ".work" / "before_after"
+#: Outside the source tree: tests that read every module of it must not find the checkouts.
+WORK = Path(tempfile.gettempdir()) / "skipqueue-before-after"
 #: Sweep configurations: jobs claimed per transaction / how completions commit.
 SWEEP = ("1/each", "4/batch", "16/batch", "64/batch")
 
@@ -193,3 +195,62 @@ def _git(*args: str) -> str:
 
 if __name__ == "__main__":
     main()
+
+
+def section(result: dict) -> str:
+    """The section of docs/benchmarks.md for the last run (its JSON in raw/before_after.json)."""
+    from benchmarks.report import table
+
+    def figure(value: float | None, digits: int) -> str:
+        return "–" if value is None else f"{value:,.{digits}f}"
+
+    rows = []
+    for config, row in result["medians"].items():
+        rows.append(
+            [
+                config,
+                figure(row["jobs_per_s before"], 0),
+                figure(row["jobs_per_s after"], 0),
+                figure(row["jobs_per_s after/before"], 2) + "×",
+                figure(row["cpu_ms_per_job before"], 3),
+                figure(row["cpu_ms_per_job after"], 3),
+                figure(row["cpu_ms_per_job after/before"], 2) + "×",
+            ]
+        )
+    header = [
+        "run",
+        "jobs/s before",
+        "jobs/s after",
+        "after ÷ before",
+        "CPU ms/job before",
+        "CPU ms/job after",
+        "after ÷ before",
+    ]
+    settings = result["settings"]
+    machine_ = result["machine"]
+    start, end = result["started"], result["ended"]
+    load = ", ".join(f"{x:.1f}" for x in start["loadavg"])
+    load_end = ", ".join(f"{x:.1f}" for x in end["loadavg"])
+    return f"""
+## Before and after the layout by process role (issue 13)
+
+`python -m benchmarks.before_after --before {result["before"][:7]} --after
+{result["after"][:7]} --rounds {settings["rounds"]}`: the commit before the layout moves
+({result["before"][:10]}) and the code after them ({result["after"][:10]}), each checked out
+in a git worktree of its own with a database of its own, run interleaved in one invocation
+(AB, BA, AB): the 4 × 4 drain of scenario 1 ({settings["drain_jobs"]:,} jobs, measured over
+at most {settings["drain_cap"]:g} s after the first finished job) and the batch sweep of
+scenario 6 ({settings["sweep_jobs"]:,} jobs per run, B jobs per claim). Medians of
+{settings["rounds"]} rounds; throughput above 1× is faster after, CPU (the worker processes'
+or the sweep process's, per job) below 1× is cheaper after.
+
+{table(header, rows)}
+
+Measured {start["at"]} to {end["at"]} on {machine_["cpu"]}, {machine_["cores"]} cores,
+{machine_["ram_gib"]} GiB, Python {machine_["python"]}, the shared MariaDB on 127.0.0.1. Load
+average at the start {load}, at the end {load_end}: other test runs shared the machine's two
+cores throughout (the raw runs are in `docs/benchmarks/raw/before_after.json`); the rounds'
+interleaving makes the load hit both sides alike, not evenly within a round.
+
+{result.get("notes", "")}
+"""

@@ -37,6 +37,10 @@ def write(results: dict[str, Any], quick: bool) -> Path:
         parts.append(outbox_section.section(results["outbox"]))
     if results.get("metrics") and not quick:
         parts.append(metrics_section.section(results["metrics"]))
+    if results.get("before_after") and not quick:
+        from benchmarks.before_after import section as before_after_section
+
+        parts.append(before_after_section(results["before_after"]))
     parts.append(ANALYSIS)
     path = page(quick)
     path.write_text("\n\n".join(part.strip() for part in parts if part) + "\n")
