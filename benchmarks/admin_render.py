@@ -63,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         admin_fill.fill_jobs(options.rows)
         print(f"filled {options.rows:,} jobs in {time.perf_counter() - started:.1f} s")
     admin_fill.fill_metrics()
-    from django_skipqueue import pausing
+    from django_skipqueue import queues
 
-    pausing.pause("reports", reason="benchmark", by="benchmark")
+    queues.pause("reports", reason="benchmark", by="benchmark")
     sample = {
         "id": Job.objects.order_by("pk").values_list("pk", flat=True)[options.rows // 2],
         "key": Job.objects.filter(active_key__isnull=False).values_list("active_key", flat=True)[
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [(label, path) for label, path in pages(sample) if options.only in label]
     results = [measure(label, path, options.repeat) for label, path in chosen]
     report(results, options)
-    pausing.resume("reports")
+    queues.resume("reports")
     return 0
 
 

@@ -11,7 +11,7 @@ Stable import paths (everything else is internal and may move):
   ``assert_not_enqueued``, ``enqueued_jobs`` (tests only: it imports the models);
   ``django_skipqueue.pytest_plugin``: the ``skipqueue`` fixture.
 - ``django_skipqueue.models``: ``Job``, ``JobStatus`` and the other tables.
-- ``django_skipqueue.pausing``: ``pause``, ``resume``.
+- ``django_skipqueue.queues``: ``pause``, ``resume``.
 - ``django_skipqueue.worker``: ``Supervisor``, ``Worker``, ``WorkerOptions``,
   ``default_maintenance``.
 - ``django_skipqueue.monitoring.metrics``: ``CLAIM_LATENCY_BUCKETS_MS``, ``merge_histograms``,
@@ -42,6 +42,7 @@ __version__ = "0.1.0"
 MOVED_MODULES = {
     "django_skipqueue.metrics": "django_skipqueue.monitoring.metrics",
     "django_skipqueue.options": "django_skipqueue.worker.options",
+    "django_skipqueue.pausing": "django_skipqueue.queues",
     "django_skipqueue.supervisor": "django_skipqueue.worker.supervisor",
 }
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from django_skipqueue import transitions
 from django_skipqueue.compat import Task, task_backends
+from django_skipqueue.context import resolve_task
 from django_skipqueue.models import Job, JobStatus
 from django_skipqueue.payload import normalize_arguments
-from django_skipqueue.tasks import resolve_task
 from django_skipqueue.worker import recording
 from django_skipqueue.worker.executor import Executor, Outcome, Running, failure
 from django_skipqueue.worker.owner import owner_id

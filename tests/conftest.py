@@ -39,11 +39,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def forget_paused_queues() -> Iterator[None]:
     """Start each test with no cached list of paused queues (the database is flushed between
     tests, but a process keeps that list for about a second)."""
-    from django_skipqueue import pausing
+    from django_skipqueue import queues
 
-    pausing.forget()
+    queues.forget()
     yield
-    pausing.forget()
+    queues.forget()
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 Runs in the web process. Must not import ``worker``, ``maintenance`` or ``management``: it
 reads through ``monitoring`` and changes jobs only through state-guarded operations.
+``readonly.py`` is the read-only admin base the optional apps share.
 """
 
 from __future__ import annotations

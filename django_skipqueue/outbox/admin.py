@@ -7,7 +7,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from ..readonly_admin import ReadOnlyAdmin
+from ..admin.readonly import ReadOnlyAdmin
 from .models import MessageStatus, OutboxMessage, OutboxRelay
 from .wakeup import after_commit
 

@@ -19,8 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from ..admin.readonly import ReadOnlyAdmin
 from ..exceptions import ReservationError
-from ..readonly_admin import ReadOnlyAdmin
 from . import api
 from .models import HoldState, LedgerEntry, Pool, Reservation, Unit
 

@@ -17,9 +17,9 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
+from ..admin.readonly import ReadOnlyAdmin
 from ..db.clock import read_db_now
 from ..exceptions import InvalidSchedule
-from ..readonly_admin import ReadOnlyAdmin
 from . import ticks
 from .definition import KEYS, validate
 from .models import Schedule, Source, Tick

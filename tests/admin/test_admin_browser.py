@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.db.models import Sum
 
-from django_skipqueue import pausing
+from django_skipqueue import queues
 from django_skipqueue.models import Job, JobStatus, QueueMinute, QueuePause, WorkerProcess
 from tests.support.admin import add_minutes, add_worker, make_job, staff_user
 
@@ -49,7 +49,7 @@ def browser(django_db_setup, django_db_blocker) -> Iterator[object]:
 @pytest.fixture
 def page(browser, live_server, request):
     """A fresh browser context (no cookies) on the live server."""
-    pausing.forget()
+    queues.forget()
     context = browser.new_context(
         base_url=live_server.url, viewport={"width": 1400, "height": 900}
     )
@@ -58,7 +58,7 @@ def page(browser, live_server, request):
     tab.shots = Shots(tab, request.node.name)
     yield tab
     context.close()
-    pausing.forget()
+    queues.forget()
 
 
 class Shots:
@@ -144,7 +144,7 @@ def test_a_paused_queue_shows_as_paused_and_resumes(page):
     assert QueuePause.objects.get(queue_name="reports").reason == "nightly import"
     assert page.inner_text('figure[data-queue="reports"] figcaption') == "reports (paused)"
 
-    pausing.pause("emails", reason="paused elsewhere")  # e.g. by skipqueue_pause
+    queues.pause("emails", reason="paused elsewhere")  # e.g. by skipqueue_pause
     page.reload()
     assert page.inner_text('tr[data-queue="emails"] td[data-field="state"]') == "paused"
 

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from django_skipqueue import pausing
+from django_skipqueue import queues
 from django_skipqueue.models import JobStatus, QueuePause
 from django_skipqueue.monitoring.stats import queue_status
 from tests.support.admin import (
@@ -28,9 +28,9 @@ PAUSE_URL = "admin:django_skipqueue_pause"
 
 @pytest.fixture(autouse=True)
 def fresh_pause_cache():
-    pausing.forget()
+    queues.forget()
     yield
-    pausing.forget()
+    queues.forget()
 
 
 def cell(html: str, queue: str, status: str) -> str:
@@ -47,7 +47,7 @@ def test_the_dashboard_shows_what_skipqueue_status_reports(admin_client):
     make_job(JobStatus.FAILED, queue_name="emails")
     make_job(JobStatus.CLAIMED)
     make_job(JobStatus.SCHEDULED, queue_name="high")
-    pausing.pause("reports", reason="maintenance window", by="ops")
+    queues.pause("reports", reason="maintenance window", by="ops")
     add_worker("live-1", ["emails"], heartbeat_ago=2)
 
     html = admin_client.get(dashboard_url()).content.decode()

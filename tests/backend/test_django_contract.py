@@ -216,10 +216,10 @@ def test_a_worker_of_every_queue_hears_wake_ups_for_any_queue():
 
 
 def test_with_queues_empty_any_valid_queue_can_be_paused(any_queue):
-    from django_skipqueue import pausing
+    from django_skipqueue import queues
     from django_skipqueue.exceptions import InvalidQueueName
 
-    assert pausing.pause("zeta", reason="maintenance")
-    assert "zeta" in pausing.paused_queues()
+    assert queues.pause("zeta", reason="maintenance")
+    assert "zeta" in queues.paused_queues()
     with pytest.raises(InvalidQueueName):
-        pausing.pause("no good")
+        queues.pause("no good")

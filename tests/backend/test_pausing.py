@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 from django.utils import timezone
 
-from django_skipqueue import pausing, transitions
+from django_skipqueue import queues, transitions
 from django_skipqueue.exceptions import InvalidQueueName
 from django_skipqueue.models import Job, QueuePause
 from tests.support.tasks import noop
@@ -27,8 +27,8 @@ def enqueue(queue_name: str, count: int = 1) -> None:
 def test_a_paused_queue_is_not_claimed_and_resumed_it_is():
     enqueue("emails", 2)
     enqueue("default", 2)
-    assert pausing.pause("emails", reason="mail server down", by="ops") is True
-    assert pausing.pause("emails") is False, "already paused"
+    assert queues.pause("emails", reason="mail server down", by="ops") is True
+    assert queues.pause("emails") is False, "already paused"
 
     claimed = Job.objects.claim(["emails", "default"], limit=10, owner="w")
     assert {job.queue_name for job in claimed} == {"default"}
@@ -36,15 +36,15 @@ def test_a_paused_queue_is_not_claimed_and_resumed_it_is():
     row = QueuePause.objects.get(queue_name="emails")
     assert (row.reason, row.paused_by) == ("mail server down", "ops")
 
-    assert pausing.resume("emails") is True
-    assert pausing.resume("emails") is False, "not paused any more"
+    assert queues.resume("emails") is True
+    assert queues.resume("emails") is False, "not paused any more"
     assert len(Job.objects.claim(["emails"], limit=10, owner="w")) == 2
 
 
 def test_a_running_job_of_a_paused_queue_finishes():
     enqueue("emails")
     [job] = Job.objects.claim(["emails"], limit=1, owner="w")
-    pausing.pause("emails")
+    queues.pause("emails")
     assert transitions.succeed(job, "sent") is True
     assert Job.objects.get(pk=job.pk).status == "succeeded"
 
@@ -64,7 +64,7 @@ def test_a_pause_made_elsewhere_is_seen_within_the_cache_time():
 
 def test_unknown_queues_are_refused():
     with pytest.raises(InvalidQueueName, match="not one of backend 'default'"):
-        pausing.pause("nope")
+        queues.pause("nope")
     with pytest.raises(CommandError, match="not one of backend"):
         call_command("skipqueue_pause", "nope")
     with pytest.raises(CommandError, match="no task backend"):
@@ -84,12 +84,12 @@ def test_pause_and_resume_commands(capsys):
 def test_workers_leave_a_paused_queue_alone_and_take_it_once_resumed(manage_py, child_env):
     enqueue("emails", 5)
     enqueue("default", 5)
-    pausing.pause("emails")
+    queues.pause("emails")
     burst = [*manage_py, "runworkers", "--burst", "--processes", "1", "--queues", "default,emails"]
     subprocess.run(burst, env=child_env, check=True, timeout=120, capture_output=True)
     by_status = Counter(Job.objects.values_list("queue_name", "status"))
     assert by_status == {("emails", "ready"): 5, ("default", "succeeded"): 5}
 
-    pausing.resume("emails")
+    queues.resume("emails")
     subprocess.run(burst, env=child_env, check=True, timeout=120, capture_output=True)
     assert Job.objects.filter(queue_name="emails", status="succeeded").count() == 5

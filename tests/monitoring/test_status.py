@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from django_skipqueue import pausing
+from django_skipqueue import queues
 from django_skipqueue.db.clock import read_db_now
 from django_skipqueue.models import Job, MaintenanceRun, QueueMinute, WorkerProcess
 from django_skipqueue.monitoring.metrics import CLAIM_LATENCY_BUCKETS_MS, empty_histogram
@@ -32,7 +32,7 @@ def fill_queues() -> None:
     insert_jobs(2, status="ready", queue_name="emails")
     insert_jobs(6, status="failed", queue_name="emails", finished_seconds_ago=60)
     noop.using(queue_name="reports").enqueue()
-    pausing.pause("reports")
+    queues.pause("reports")
 
 
 def add_worker(owner: str, queues: list[str], seconds_ago: float = 0, **extra) -> None:
@@ -182,7 +182,7 @@ def test_a_paused_queue_may_age_without_failing_health(capsys):
     noop.using(queue_name="reports").enqueue()
     Job.objects.update(enqueued_at=timezone.now() - timedelta(hours=1))
     assert health()[0] == 4
-    pausing.pause("reports")
+    queues.pause("reports")
     assert health()[0] == 0
 
 

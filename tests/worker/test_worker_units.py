@@ -119,15 +119,15 @@ def test_percentile_of_a_single_bucket_is_its_bound(fraction):
 
 @pytest.mark.django_db
 def test_a_paused_queue_costs_no_claim_query_and_counts_none():
-    from django_skipqueue import pausing
+    from django_skipqueue import queues
     from django_skipqueue.worker.claimer import Claimer
     from django_skipqueue.worker.options import WorkerOptions
     from tests.support.tasks import noop
 
     noop.enqueue()
     noop.using(queue_name="emails").enqueue()
-    pausing.pause("emails")
-    pausing.forget()
+    queues.pause("emails")
+    queues.forget()
     metrics = Metrics()
     claimer = Claimer(WorkerOptions(queues=("emails", "default")), "w", metrics)
     claimed = claimer.claim(5)

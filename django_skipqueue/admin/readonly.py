@@ -5,8 +5,9 @@ ledger, schedule ticks) list rows that their relay, their API or their scheduler
 its own locks and fences; a hand edit would bypass them. Their actions go through those same
 paths. The job admin is not one of them: it may delete finished jobs.
 
-Imports nothing of the package, so that every optional app may import it without the job
-queue's ``admin``, models or worker.
+Imports nothing of the package. The optional apps import it from their admin modules, which
+Django loads once the models are ready (importing it runs ``admin/__init__.py``, which
+registers the job admin: Django's admin discovery does the same).
 """
 
 from __future__ import annotations
