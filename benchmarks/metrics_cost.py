@@ -96,8 +96,8 @@ def drain(count: int, *, metrics: bool) -> tuple[float, int, float]:
     """Drain ``count`` no-op jobs; return jobs per second, the scrapes made meanwhile and the
     CPU seconds (user + system) of runworkers and its worker processes."""
     from django.db.models import Max, Min
-    from django.tasks import task_backends
 
+    from django_skipqueue.compat import task_backends
     from django_skipqueue.models import Job, QueueMinute, WorkerProcess
     from tests.support.tasks import noop
 

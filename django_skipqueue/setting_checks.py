@@ -43,6 +43,12 @@ def whole(low: int, high: int | None = None) -> Rule:
     return rule
 
 
+def positive(value: object) -> str | None:
+    """A number (int or float) greater than 0, such as a rate per second."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return None if number and value > 0 else "a number greater than 0"  # type: ignore[operator]
+
+
 def or_none(rule: Rule) -> Rule:
     """``rule``, or None (which turns the feature off)."""
 
@@ -107,6 +113,9 @@ RULES: dict[str, Rule] = {
     "IDLE_POLL_SECONDS": seconds(),
     "WAKEUP": one_of(bool, wanted="True or False"),
     "WAKEUP_HOST": one_of(str, None, wanted="an address (a string) or None"),
+    "WAKEUP_MAX_RATE": or_none(positive),
+    "RELEASE_JOB_CONNECTIONS": one_of(bool, wanted="True or False"),
+    "DATABASE_TIMEOUT": seconds(none=True),
     "RESTART_BACKOFF_MAX": seconds(zero=True),
     "REAP_INTERVAL": seconds(),
     "PROMOTE_INTERVAL": seconds(),
@@ -140,6 +149,7 @@ RULES: dict[str, Rule] = {
     "OUTBOX_DECLARE": one_of(bool, wanted="True or False"),
     "OUTBOX_IDLE_POLL_SECONDS": seconds(),
     "HEALTH_MAX_OUTBOX_AGE": seconds(),
+    "HEALTH_MAX_SCHEDULE_LAG": seconds(),
     "RESERVATION_SWEEP_INTERVAL": seconds(),
     "SCHEDULER_INTERVAL": seconds(),
     "SCHEDULER_GRACE": seconds(),

@@ -25,7 +25,8 @@ TOO_MANY_CONNECTIONS = (1040, 1203)
 #: What the first line adds for them: the server is up, the budget is spent.
 TOO_MANY_HINT = (
     " cause=max_connections: the server refuses more connections; lower --processes or "
-    "--threads, release job connections (SKIPQUEUE_RELEASE_JOB_CONNECTIONS) or raise it"
+    "--threads, release job connections (SKIPQUEUE_RELEASE_JOB_CONNECTIONS) or raise it "
+    "(docs/howto/run-workers.md)"
 )
 
 
