@@ -19,7 +19,7 @@ from typing import Any
 
 from django_skipqueue import transitions
 from django_skipqueue.compat import Task, task_backends
-from django_skipqueue.context import resolve_task
+from django_skipqueue.context import current_job, resolve_task
 from django_skipqueue.models import Job, JobStatus
 from django_skipqueue.payload import normalize_arguments
 from django_skipqueue.worker import recording
@@ -118,7 +118,10 @@ def _attempt(executor: Executor, running: Running) -> Outcome:
         task = resolve_task(running.job.task_path)
     except Exception as error:
         return failure(running, None, error, time.monotonic())
-    return executor._attempt(running, task)
+    try:
+        return executor._attempt(running, task)
+    finally:
+        current_job.set(None)  # as a job thread does: the test's next log lines are not the job's
 
 
 @contextlib.contextmanager
