@@ -91,7 +91,7 @@ def close_connections(url: str) -> None:
 def test_a_connection_cut_mid_batch_loses_nothing_and_keeps_the_order(
     amqp_url, manage_py, child_env, tmp_path
 ):
-    keys, per_key = 10, 300
+    keys, per_key = 10, 1500  # long enough that the cuts land while the relays publish
     RabbitQueue(amqp_url, "orders", "orders-kept").close()  # declared, then left alone
     write(keys, per_key)
     env = {**child_env, "SKIPQUEUE_OUTBOX_RETRY_BACKOFF_MAX": "1"}
