@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connections
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Value
 
 from ..db.clock import DatabaseNow, DatabaseNowPlus
@@ -119,9 +120,11 @@ def sendable(using: str, partition: int, limit: int) -> Backlog:
     not due yet (the first read may then be filled with messages that cannot go).
     """
     # Rows of both parts carry the ``due`` annotation.
-    rows: list[Any] = list(
-        _retrying(using, partition).union(_pending(using, partition, limit), all=True)
-    )
+    retries, first = _retrying(using, partition), _pending(using, partition, limit)
+    if connections[using].features.supports_slicing_ordering_in_compound:
+        rows: list[Any] = list(retries.union(first, all=True))
+    else:  # SQLite: no ORDER BY or LIMIT inside a UNION's parts, so two reads
+        rows = [*retries, *first]
     retrying = [m for m in rows if m.status == MessageStatus.RETRY]
     pending = [m for m in rows if m.status == MessageStatus.PENDING]
     held = frozenset(m.key for m in retrying if not m.due and m.key)
