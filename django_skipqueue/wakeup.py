@@ -240,7 +240,7 @@ class Waker:
                 self._ignored_since_log += 1
                 continue
             queues.update(payload.decode(errors="replace").split(","))
-        if self._gap:
+        if self._gap and sender is not None:  # a read that found nothing counts for nothing
             self._deaf_until = time.monotonic() + self._gap
         if self._ignored_since_log:
             self._log_ignored(sender)

@@ -54,7 +54,10 @@ class RelayProcess:
         self.name = owner_id()
         self.totals = Totals()
         self._stop = False
-        self._waker = Waker(get_settings().WAKEUP_HOST)
+        settings = get_settings()
+        # Read at most WAKEUP_MAX_RATE times a second, like a worker: a flood of datagrams
+        # (anyone who reaches the port can send them) causes a bounded number of rounds.
+        self._waker = Waker(settings.WAKEUP_HOST, max_rate=settings.WAKEUP_MAX_RATE)
         self._transport: Transport = transport_for(broker_url)
         self._relay = Relay(using, self._transport, self.name)
         self._failures = 0
