@@ -6,7 +6,8 @@ W3C ``traceparent``/``tracestate`` pair); the attempt that runs the job opens a 
 whose parent is that context, so the request that enqueued, the enqueue and every attempt share
 one trace id. An attempt's span carries queue, task, job id, attempt and outcome, and records
 the exception of a failed attempt. ``outbox.publish()`` inside a traced request or job adds the
-context to the message's headers, which the relay publishes with it.
+context to the message's headers; the relay's span per message (``outbox/tracing.py``) is its
+child, and its own context goes out in the broker's headers.
 
 Which SDK and exporter to use is the project's choice: this module only uses the API (without
 an SDK configured, spans are no-ops). Off, the worker never calls into this module.
@@ -34,7 +35,7 @@ def enabled() -> bool:
     return True
 
 
-def _tracer() -> Any:
+def tracer() -> Any:
     from opentelemetry import trace
 
     return trace.get_tracer(TRACER_NAME)
@@ -54,7 +55,7 @@ def start_enqueue(task_path: str, queue_name: str, jobs: list[Any]) -> Any:
     from opentelemetry import propagate, trace
     from opentelemetry.trace import SpanKind
 
-    span = _tracer().start_span(
+    span = tracer().start_span(
         f"skipqueue enqueue {task_path}",
         kind=SpanKind.PRODUCER,
         attributes={
@@ -92,7 +93,7 @@ def attempt_span(job: Any) -> Iterator[Any]:
     parent = propagate.extract(job.trace_context or {})
     token = context.attach(parent)
     try:
-        with _tracer().start_as_current_span(
+        with tracer().start_as_current_span(
             f"skipqueue run {job.task_path}",
             kind=SpanKind.CONSUMER,
             record_exception=False,

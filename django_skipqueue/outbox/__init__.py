@@ -4,9 +4,10 @@ Add ``django_skipqueue.outbox`` to INSTALLED_APPS. The functions import the mode
 called: this module is imported while the app registry loads.
 
 Imports of the core only what any process may: ``conf``, ``exceptions``, ``checks``,
-``durations``, ``wakeup``, ``db``, owner ids and ``admin.readonly``; never the job queue's
-``worker`` loop, ``maintenance`` or the job admin's other modules. The core imports nothing of
-it but its figures for ``skipqueue_status``, ``skipqueue_health`` and the admin dashboard.
+``durations``, ``wakeup``, ``db``, owner ids, ``monitoring.tracing`` and ``admin.readonly``;
+never the job queue's ``worker`` loop, ``maintenance`` or the job admin's other modules. The
+core imports nothing of it but its figures for ``skipqueue_status``, ``skipqueue_health`` and
+the admin dashboard.
 """
 
 from __future__ import annotations

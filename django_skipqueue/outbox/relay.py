@@ -17,6 +17,7 @@ from ..exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
 from . import partitions
 from .models import OutboxMessage
 from .settle import Outcomes, mark_claimed, settle
+from .tracing import traced
 from .transports import Outgoing, Result, Transport, Unanswered
 
 logger = logging.getLogger("django_skipqueue.outbox.relay")
@@ -51,7 +52,8 @@ class Relay:
 
     def __init__(self, using: str, transport: Transport, name: str) -> None:
         self.using = using
-        self.transport = transport
+        # With tracing on, a span per message in the trace of the transaction that wrote it.
+        self.transport = traced(transport)
         self.name = name
         self._rounds = 0
 

@@ -11,9 +11,6 @@ import pytest
 from django.http import HttpResponse
 from django.test import RequestFactory
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
 from django_skipqueue.conf import get_settings
@@ -26,19 +23,15 @@ from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import WorkerOptions
 from django_skipqueue.worker.owner import owner_id
 from tests.support import worker_tasks as wt
+from tests.support.otel import EXPORTER, install
 from tests.support.tasks import noop
 
 pytestmark = pytest.mark.django_db(transaction=True)
-EXPORTER = InMemorySpanExporter()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def provider():
-    """The SDK, set once per process (OpenTelemetry refuses a second global provider)."""
-    sdk = TracerProvider()
-    sdk.add_span_processor(SimpleSpanProcessor(EXPORTER))
-    trace.set_tracer_provider(sdk)
-    return sdk
+    return install()
 
 
 @pytest.fixture(autouse=True)

@@ -23,6 +23,9 @@ ACK_TIMEOUT = 10.0
 class NatsTransport:
     """Publish to ``<subject>.<key>`` (or the subject alone without a key) on JetStream."""
 
+    #: The broker, as OpenTelemetry's ``messaging.system`` names it (the relay's spans).
+    system = "nats"
+
     def __init__(self, url: str) -> None:
         self.url = url
         self._loop: asyncio.AbstractEventLoop | None = None

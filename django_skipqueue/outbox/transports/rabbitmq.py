@@ -36,6 +36,9 @@ CONFIRM_TIMEOUT = 30.0
 class RabbitMQTransport:
     """Publish to the exchange of the topic with the key as routing key."""
 
+    #: The broker, as OpenTelemetry's ``messaging.system`` names it (the relay's spans).
+    system = "rabbitmq"
+
     def __init__(self, url: str) -> None:
         self.url = url
         self._connection: pika.BlockingConnection | None = None
