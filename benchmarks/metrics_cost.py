@@ -73,13 +73,42 @@ def main() -> None:
         "ratio": statistics.median(runs["on"]) / statistics.median(runs["off"]),
         "cpu_ratio": statistics.median(cpu["off"]) / statistics.median(cpu["on"]),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": {k: v for k, v in machine.machine().items() if k != "load_average"},
+        "machine": {
+            **{k: v for k, v in machine.machine().items() if k != "load_average"},
+            **stack(),
+        },
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "busy": machine.busy_processes(),
+        "earlier": earlier(),
     }
     RAW.write_text(json.dumps(result, indent=2) + "\n")
     shown = ("jobs_per_s", "cpu_ms_per_job", "ratio", "cpu_ratio", "load_average")
     print(json.dumps({k: result[k] for k in shown}, indent=2))
+
+
+def stack() -> dict[str, str]:
+    """The Django version and the database server the drains ran on."""
+    import django
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT VERSION()")
+        version = cursor.fetchone()[0]
+    host = connection.settings_dict.get("HOST") or "localhost"
+    return {
+        "django": django.get_version(),
+        "database": f"{connection.display_name} {version} on {host}",
+    }
+
+
+def earlier() -> list[dict[str, Any]]:
+    """The runs before this one: the previous file's earlier runs and its own figures."""
+    if not RAW.exists():
+        return []
+    previous = json.loads(RAW.read_text())
+    kept = ("measured_at", "reps", "jobs", "ratio", "cpu_ratio", "load_average")
+    last = {key: previous[key] for key in kept if key in previous}
+    return [*previous.get("earlier", []), last]
 
 
 def setup_django() -> None:

@@ -83,6 +83,13 @@ def rows(results: dict) -> list[list[str]]:
         " ms",
         False,
     )
+    check(
+        "Drain with `runworkers --metrics-port` ≥ 0.95× the drain without (issue 21)",
+        results.get("metrics", {}).get("ratio"),
+        0.95,
+        "×",
+        True,
+    )
     return found
 
 
