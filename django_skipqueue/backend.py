@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.checks import CheckMessage
+from django.db import transaction
 from django.utils import timezone
 
 from django_skipqueue import checks, setting_checks
@@ -24,6 +25,7 @@ from django_skipqueue.compat import (
 from django_skipqueue.conf import get_settings
 from django_skipqueue.context import build_result, resolve_task, task_for_job
 from django_skipqueue.exceptions import AppNotInstalled, InvalidQueueName, InvalidTaskOption
+from django_skipqueue.flow.options import check_flow_options
 from django_skipqueue.monitoring import tracing
 from django_skipqueue.tasks import SkipQueueTask
 
@@ -94,13 +96,19 @@ class SkipQueueBackend(BaseTaskBackend):
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
         """Insert a job on the queue's connection, inside the caller's transaction if any."""
         from django_skipqueue.enqueue import build_job, insert_job, join_batch
+        from django_skipqueue.flow import admission
+        from django_skipqueue.flow.options import flow_of
 
         self.validate_task(task)
         replace = getattr(task, "unique_replace", ())
         job = build_job(task, args, kwargs)
         span = tracing.start_enqueue(job.task_path, job.queue_name, [job]) if _traced() else None
         try:
-            job, created = insert_job(job, self.database, replace)
+            flow = flow_of(task, args, kwargs)
+            if flow is None:
+                job, created = insert_job(job, self.database, replace)
+            else:
+                job, created = admission.enqueue(job, flow, self.database, replace)
         except BaseException as error:
             if span is not None:
                 tracing.end_enqueue(span, [job], error)
@@ -131,6 +139,8 @@ class SkipQueueBackend(BaseTaskBackend):
             insert_keyed_jobs,
             join_batch,
         )
+        from django_skipqueue.flow import admission
+        from django_skipqueue.flow.options import flow_of, has_flow
 
         calls = list(calls)
         for task in {id(task): task for task, _, _ in calls}.values():
@@ -141,14 +151,24 @@ class SkipQueueBackend(BaseTaskBackend):
         if jobs and _traced():  # one span for the call, its context stored with every job
             span = tracing.start_enqueue(jobs[0].task_path, jobs[0].queue_name, jobs)
             tracing.end_enqueue(span, jobs)
-        plain = [i for i, job in enumerate(jobs) if job.idempotency_key is None]
+        # Calls of a task with flow control go in one by one, behind their key's row.
+        flows = {
+            i: flow
+            for i, (task, args, kwargs) in enumerate(calls)
+            if has_flow(task) and (flow := flow_of(task, args, kwargs)) is not None
+        }
+        plain = [i for i, job in enumerate(jobs) if job.idempotency_key is None and i not in flows]
         unkeyed = set(plain)
         replacing = {
             i
             for i, (task, _, _) in enumerate(calls)
-            if i not in unkeyed and bool(getattr(task, "unique_replace", None))
+            if i not in unkeyed and i not in flows and bool(getattr(task, "unique_replace", None))
         }
-        keyed = [i for i in range(len(jobs)) if i not in replacing and i not in unkeyed]
+        keyed = [
+            i
+            for i in range(len(jobs))
+            if i not in replacing and i not in unkeyed and i not in flows
+        ]
         inserted = insert_jobs([jobs[i] for i in plain], self.database)
         answers: dict[int, tuple[Job, bool]] = {
             i: (job, True) for i, job in zip(plain, inserted, strict=True)
@@ -159,6 +179,11 @@ class SkipQueueBackend(BaseTaskBackend):
         for i in sorted(replacing):
             replace = getattr(calls[i][0], "unique_replace", ())
             answers[i] = insert_job(jobs[i], self.database, replace)
+        if flows:
+            with transaction.atomic(using=self.database):
+                for i, flow in flows.items():
+                    replace = getattr(calls[i][0], "unique_replace", ())
+                    answers[i] = admission.enqueue(jobs[i], flow, self.database, replace)
         created = [job for job, new in answers.values() if new]
         if jobs and jobs[0].batch_id is not None:
             join_batch(created, self.database)
@@ -225,6 +250,7 @@ def validate_options(task: Task) -> None:
             "Set backoff (a callable) or retry_backoff (the exponential base), not both."
         )
     _check_unique(task)
+    check_flow_options(task)
 
 
 def _check_unique(task: Task) -> None:

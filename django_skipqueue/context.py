@@ -82,6 +82,8 @@ def _import_task(path: str) -> Task:
 TASK_STATUS = {
     JobStatus.SCHEDULED: TaskResultStatus.READY,
     JobStatus.READY: TaskResultStatus.READY,
+    # Waiting for a flow slot or rate window: not running yet.
+    JobStatus.BLOCKED: TaskResultStatus.READY,
     JobStatus.CLAIMED: TaskResultStatus.RUNNING,
     JobStatus.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
     JobStatus.FAILED: TaskResultStatus.FAILED,

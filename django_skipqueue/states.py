@@ -34,10 +34,14 @@ class JobStatus(models.TextChoices):
     # Attempts spent, or an error that is not retried.
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
+    # Waiting for a free slot or rate window of its flow key (flow control): out of the claim
+    # index's ('ready', queue) range; admitted (made READY) when a slot or a window opens.
+    # Last, so that the bits of KEY_BITS already stored in rows keep their meaning.
+    BLOCKED = "blocked", "Blocked"
 
 
 #: States a job can still leave on its own; the rest is history for purge.
-ACTIVE_STATUSES = (JobStatus.SCHEDULED, JobStatus.READY, JobStatus.CLAIMED)
+ACTIVE_STATUSES = (JobStatus.SCHEDULED, JobStatus.READY, JobStatus.CLAIMED, JobStatus.BLOCKED)
 FINISHED_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 #: States in which an idempotency key blocks a new job with the same key (by default).
 KEYED_STATUSES = (*ACTIVE_STATUSES, JobStatus.SUCCEEDED)
@@ -54,6 +58,8 @@ def key_mask(statuses: tuple[str, ...] | list[str]) -> int:
 KEYED_MASK = key_mask(KEYED_STATUSES)
 #: States the admin may cancel (transition 11): not yet claimed by any worker.
 WAITING_STATUSES = (JobStatus.SCHEDULED, JobStatus.READY)
+#: Waiting states an operator may cancel: those, and blocked behind a flow key (11).
+CANCELLABLE_STATUSES = (*WAITING_STATUSES, JobStatus.BLOCKED)
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,12 @@ CLAIM = _transition(
     "a worker with a free slot",
 )
 SUCCEED = _transition(
-    5, "succeed", (S.CLAIMED,), S.SUCCEEDED, f"return_value finished_at {_ATTEMPT_OVER}", "worker"
+    5,
+    "succeed",
+    (S.CLAIMED,),
+    S.SUCCEEDED,
+    f"return_value finished_at {_ATTEMPT_OVER} flow_slot",
+    "worker",
 )
 RETRY_LATER = _transition(
     6,
@@ -132,7 +143,7 @@ FAIL = _transition(
     "fail",
     (S.CLAIMED,),
     S.FAILED,
-    f"errors finished_at owner {_ATTEMPT_OVER}",
+    f"errors finished_at owner {_ATTEMPT_OVER} flow_slot",
     "worker, reaper, supervisor",
 )
 CANCEL_RUNNING = _transition(
@@ -140,11 +151,16 @@ CANCEL_RUNNING = _transition(
     "cancel while running",
     (S.CLAIMED,),
     S.CANCELLED,
-    f"errors finished_at owner {_ATTEMPT_OVER}",
+    f"errors finished_at owner {_ATTEMPT_OVER} flow_slot",
     "worker, reaper",
 )
 CANCEL = _transition(
-    11, "cancel", WAITING_STATUSES, S.CANCELLED, "errors finished_at", "an operator (admin)"
+    11,
+    "cancel",
+    CANCELLABLE_STATUSES,
+    S.CANCELLED,
+    "errors finished_at flow_slot",
+    "an operator (admin)",
 )
 RETRY = _transition(
     12,
@@ -153,6 +169,14 @@ RETRY = _transition(
     S.READY,
     "finished_at max_attempts owner lease_until run_after cancel_requested",
     "an operator (admin)",
+)
+RETRY_BLOCKED = _transition(
+    20,
+    "retry (blocked)",
+    (S.FAILED,),
+    S.BLOCKED,
+    "finished_at max_attempts owner lease_until run_after cancel_requested",
+    "an operator (admin), for a job of a flow key that no longer holds its slot",
 )
 PURGE = _transition(13, "purge", FINISHED_STATUSES, None, "", "skipqueue_purge, runworkers")
 SNOOZE = _transition(
@@ -180,6 +204,28 @@ REPLACE_DEFERRED = _transition(
     "task.enqueue() with unique_replace and a future run_after (or a scheduled holder)",
 )
 
+# Flow control (django_skipqueue/flow): a keyed job waits as BLOCKED until its key has a free
+# slot and an open rate window; admission takes the slot in the same transaction.
+ENQUEUE_BLOCKED = _transition(
+    17, "enqueue (blocked)", (), S.BLOCKED, "*", "task.enqueue() of a task with flow control"
+)
+ADMIT = _transition(
+    18,
+    "admit",
+    (S.BLOCKED,),
+    S.READY,
+    "flow_slot",
+    "whoever freed a slot or opened a window: enqueue, a job's end, promotion, the flow timer",
+)
+PROMOTE_BLOCKED = _transition(
+    19,
+    "promote (blocked)",
+    (S.SCHEDULED,),
+    S.BLOCKED,
+    "",
+    "the maintenance loop, for a due job of a flow key that holds no slot",
+)
+
 TRANSITIONS = (
     ENQUEUE,
     ENQUEUE_DEFERRED,
@@ -197,6 +243,10 @@ TRANSITIONS = (
     SNOOZE,
     REPLACE,
     REPLACE_DEFERRED,
+    ENQUEUE_BLOCKED,
+    ADMIT,
+    PROMOTE_BLOCKED,
+    RETRY_BLOCKED,
 )
 
 

@@ -70,6 +70,18 @@ class SkipQueueTask(Task):
     # What a call whose key a waiting job holds replaces in that job ("args", "run_after");
     # () returns the holder unchanged.
     unique_replace: tuple[str, ...] = ()
+    # Flow control (django_skipqueue.flow). The key whose slots a call's job shares: a
+    # template such as "customer:{customer_id}" or a callable(*args, **kwargs) -> str,
+    # prefixed with the task's path; None: one key for the whole task.
+    concurrency_key: str | Callable[..., str] | None = None
+    # Jobs of one key running at once, across every worker (None: no limit).
+    concurrency_limit: int | None = None
+    # One job of a key at a time, in enqueue order; a retried job keeps its place.
+    ordered: bool = False
+    # In ordered mode, after a job failed for good: "skip" it (default) or "block" the key.
+    ordered_failure: str | None = None
+    # (starts, seconds): at most that many starts per period per key (or per task).
+    rate_limit: tuple[int, float] | None = None
 
     def using(
         self,

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import transaction
+
 from django_skipqueue import transitions
 from django_skipqueue.compat import Task, task_backends
 from django_skipqueue.context import current_job, resolve_task
@@ -82,7 +84,11 @@ def run_jobs(
     try:
         while True:
             if scheduled:
-                transitions.promote(Job.objects.using(using).filter(status=JobStatus.SCHEDULED))
+                waiting = Job.objects.using(using).filter(status=JobStatus.SCHEDULED)
+                keys = waiting.filter(flow_key__isnull=False, flow_slot=False)
+                flow_keys = {k for k in keys.values_list("flow_key", flat=True) if k}
+                with transaction.atomic(using=using):
+                    transitions.promote(waiting, flow_keys)
             if len(report) >= max_runs:
                 ready = Job.objects.using(using).filter(status=JobStatus.READY)
                 if names:

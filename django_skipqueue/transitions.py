@@ -34,7 +34,15 @@ from django_skipqueue.models import Job
 if TYPE_CHECKING:
     from django_skipqueue.managers import JobQuerySet
 
-from django_skipqueue.states import CANCEL_RUNNING, RETRY_NOW, JobStatus, Step, retry_after
+from django_skipqueue.states import (
+    CANCEL_RUNNING,
+    CANCELLABLE_STATUSES,
+    FINISHED_STATUSES,
+    RETRY_NOW,
+    JobStatus,
+    Step,
+    retry_after,
+)
 
 #: Rows a caller has locked (and guarded) for a batched transition.
 Rows = QuerySet[Job, Job]
@@ -67,9 +75,20 @@ def fenced(job: Job) -> JobQuerySet:
 # 3 promote, 4 claim, 8 release: ready and back.
 
 
-def promote(rows: Rows) -> int:
-    """Make the due scheduled jobs of ``rows`` (locked by the caller) ready (3)."""
-    return rows.filter(status=JobStatus.SCHEDULED).update(status=JobStatus.READY)
+def promote(rows: Rows, flow_keys: Collection[str] = ()) -> int:
+    """Make the due scheduled jobs of ``rows`` (locked by the caller) ready (3).
+
+    ``flow_keys`` are the flow keys of those rows: a job of one that holds no slot waits
+    for it blocked instead (19), and its key admits what it allows, in the same transaction.
+    """
+    scheduled = rows.filter(status=JobStatus.SCHEDULED)
+    if not flow_keys:
+        return scheduled.update(status=JobStatus.READY)
+    from django_skipqueue.flow import admission
+
+    written = scheduled.update(status=admission.blocked_status())
+    admission.admit_keys(rows.db, flow_keys)
+    return written
 
 
 def claimed_fields(owner: Any, lease: Any) -> dict[str, object]:
@@ -211,12 +230,17 @@ def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step:
     rows = Job.objects.using(using).expired()
     fence = rows.filter(pk=row["pk"], owner=row["owner"], attempts=row["attempts"])
     batch_id = row.get("batch_id")
-    if batch_id is None or step.retried:
+    slot = bool(row.get("flow_slot")) and not step.retried
+    if (batch_id is None or step.retried) and not slot:
         return fence.update(**{**fields, "owner": None})
+    if slot:
+        fields["flow_slot"] = False
     with transaction.atomic(using=using):
         written = fence.update(**{**fields, "owner": None})
-        if written:
+        if written and batch_id is not None:
             count_in_batches(using, [Ended(batch_id, step.status, row["pk"])])
+        if written and slot:
+            _release(using, row["flow_key"], row["pk"], step.status)
     return written
 
 
@@ -245,16 +269,32 @@ def _ended(job: Job, status: JobStatus, return_value: Any = None) -> Ended | Non
 
 
 def _apply(job: Job, ended: Ended | None = None, **fields: Any) -> bool:
-    """Write the fenced UPDATE; count ``ended`` in its batch in the same transaction."""
-    if ended is None:
+    """Write the fenced UPDATE; count ``ended`` in its batch in the same transaction.
+
+    A job that ends holding a flow slot gives it back in that transaction too.
+    """
+    slot = job.flow_slot and fields.get("status") in FINISHED_STATUSES
+    if ended is None and not slot:
         return fenced(job).update(**fields) == 1
+    if slot:
+        fields["flow_slot"] = False
     using = job._state.db or "default"
     # A savepoint inside the worker's transaction; a transaction of its own otherwise.
     with transaction.atomic(using=using):
         written = fenced(job).update(**fields) == 1
-        if written:
+        if written and ended is not None:
             count_in_batches(using, [ended])
+        if written and slot:
+            _release(using, job.flow_key, job.pk, fields["status"])
     return written
+
+
+def _release(using: str, key: str | None, job_id: int, status: Any) -> None:
+    """Give the flow slot of a job that has just ended back to its key (flow control)."""
+    if key is not None:
+        from django_skipqueue.flow import admission
+
+        admission.release(using, key, failed=status == JobStatus.FAILED, job_id=job_id)
 
 
 # 5, batched: many successes of one owner, one fenced UPDATE.
@@ -270,6 +310,8 @@ def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool
     """
     if not jobs:
         return []
+    if any(job.flow_slot for job in jobs):  # flow control: each gives its slot back
+        return _succeed_some_alone(jobs, return_values)
     if all(job.batch_id is None for job in jobs):
         return _succeed_many(jobs, return_values)
     using = jobs[0]._state.db or "default"
@@ -281,6 +323,21 @@ def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool
             if ok and job.batch_id is not None
         ]
         count_in_batches(using, ended)
+    return written
+
+
+def _succeed_some_alone(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool]:
+    """Record the jobs that hold a flow slot one by one (each frees it), the rest batched."""
+    alone = [i for i, job in enumerate(jobs) if job.flow_slot]
+    rest = [i for i, job in enumerate(jobs) if not job.flow_slot]
+    written = [False] * len(jobs)
+    with transaction.atomic(using=jobs[0]._state.db or "default"):
+        for i in alone:
+            written[i] = succeed(jobs[i], return_values[i])
+        if rest:
+            done = succeed_many([jobs[i] for i in rest], [return_values[i] for i in rest])
+            for i, ok in zip(rest, done, strict=True):
+                written[i] = ok
     return written
 
 
@@ -366,14 +423,18 @@ def cancel_waiting(rows: Rows, errors: list[Any], job: Job) -> int:
 
     ``job`` is the locked row (its ``batch_id`` read), whose cancellation its batch counts.
     """
-    waiting = rows.filter(status__in=(JobStatus.READY, JobStatus.SCHEDULED))
+    waiting = rows.filter(status__in=CANCELLABLE_STATUSES)
     fields = {"status": JobStatus.CANCELLED, "finished_at": DatabaseNow(), "errors": errors}
-    if job.batch_id is None:
+    if job.batch_id is None and not job.flow_slot:
         return waiting.update(**fields)
+    if job.flow_slot:
+        fields["flow_slot"] = False
     with transaction.atomic(using=rows.db):
         written = waiting.update(**fields)
-        if written:
+        if written and job.batch_id is not None:
             count_in_batches(rows.db, [Ended(job.batch_id, JobStatus.CANCELLED, job.pk)])
+        if written and job.flow_slot:
+            _release(rows.db, job.flow_key, job.pk, JobStatus.CANCELLED)
     return written
 
 
@@ -396,8 +457,23 @@ def retry_failed(rows: Rows, jobs: Sequence[Job] = ()) -> int:
 
 
 def _retry_failed(rows: Rows) -> int:
-    return rows.filter(status=JobStatus.FAILED).update(
-        status=JobStatus.READY,
+    failed = rows.filter(status=JobStatus.FAILED)
+    # Flow control: a job that gave its slot back waits for one again (20).
+    waiting = failed.filter(flow_key__isnull=False, flow_slot=False)
+    keys = {key for key in waiting.values_list("flow_key", flat=True) if key is not None}
+    if not keys:
+        return _retry_failed_as(failed, JobStatus.READY)
+    from django_skipqueue.flow import admission
+
+    with transaction.atomic(using=rows.db):
+        written = _retry_failed_as(failed, admission.blocked_status())
+        admission.admit_keys(rows.db, keys)
+    return written
+
+
+def _retry_failed_as(failed: Rows, status: Any) -> int:
+    return failed.update(
+        status=status,
         owner=None,
         lease_until=None,
         run_after=None,

@@ -19,14 +19,15 @@ from django.db.models import Q, QuerySet
 from django_skipqueue import transitions, wakeup
 from django_skipqueue.exceptions import JobCancelled, message_record
 from django_skipqueue.models import FINISHED_STATUSES, Job, JobStatus
+from django_skipqueue.states import CANCELLABLE_STATUSES
 
 #: Jobs changed per transaction: small enough that no lock is held for long.
 CHUNK = 500
 #: What is read of each changed job for its log entry: never the JSON payloads.
-LABEL_FIELDS = ("pk", "task_path", "queue_name", "status", "batch_id")
+LABEL_FIELDS = ("pk", "task_path", "queue_name", "status", "batch_id", "flow_key", "flow_slot")
 
 FAILED = Q(status=JobStatus.FAILED)
-WAITING = Q(status__in=(JobStatus.READY, JobStatus.SCHEDULED))
+WAITING = Q(status__in=CANCELLABLE_STATUSES)
 RUNNING = Q(status=JobStatus.CLAIMED, cancel_requested=False)
 FINISHED = Q(status__in=FINISHED_STATUSES)
 
@@ -59,7 +60,7 @@ def retry_failed(queryset: JobQuery, record: Recorder) -> Report:
 
 
 def cancel_waiting(queryset: JobQuery, record: Recorder, note: str) -> Report:
-    """Cancel the ready and scheduled jobs of ``queryset``; ``note`` becomes their last error."""
+    """Cancel the waiting jobs of ``queryset`` (ready, scheduled, blocked); ``note`` says why."""
     error = message_record(JobCancelled, note)
 
     def cancel(rows: JobQuery, report: Report) -> list[Job]:

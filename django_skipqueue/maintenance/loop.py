@@ -17,6 +17,7 @@ from django.db import DatabaseError, close_old_connections
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.db.outage import is_unreachable, outage
+from django_skipqueue.flow import admission
 from django_skipqueue.maintenance.promote import promote
 from django_skipqueue.maintenance.prune import prune_metrics
 from django_skipqueue.maintenance.purge import Purge, PurgeOptions
@@ -26,6 +27,8 @@ logger = logging.getLogger("django_skipqueue.maintenance")
 
 #: Longest stretch a scheduled purge runs (or waits for a replica) per turn of the loop.
 PURGE_SLICE_SECONDS = 2.0
+#: Seconds past a rate window's start at which the flow timer admits its waiting jobs.
+FLOW_MARGIN = 0.005
 
 
 @dataclass
@@ -76,6 +79,8 @@ class Maintenance:
             Timer("promote", promote_interval or config.PROMOTE_INTERVAL, self.promote),
             Timer("reap", reap_interval or config.REAP_INTERVAL, self.reap),
             Timer("prune", config.PRUNE_INTERVAL, self.prune),
+            # Flow control: rate windows that open; due at the earliest one (see _next_wait).
+            Timer("flow", promote_interval or config.PROMOTE_INTERVAL, self.flow),
         ]
         if self.purge_interval:
             self.timers.append(Timer("purge", self.purge_interval, self.purge))
@@ -83,6 +88,9 @@ class Maintenance:
 
     def promote(self) -> int:
         return promote(self.using)
+
+    def flow(self) -> int:
+        return admission.wake_due(self.using)
 
     def reap(self) -> int:
         return reap(self.using, runner=self.runner).reclaimed
@@ -122,6 +130,14 @@ class Maintenance:
         # An unfinished purge goes on soon; otherwise wait the whole interval.
         if timer.name == "purge" and self._purge is not None:
             return min(timer.interval, 1.0)
+        if timer.name == "flow":
+            try:
+                wake = admission.seconds_to_next_wake(self.using)
+            except DatabaseError:
+                return timer.interval
+            if wake is not None:
+                # A little past the window's start, by the database clock.
+                return min(timer.interval, wake + FLOW_MARGIN)
         return timer.interval
 
     def _run_step(self, timer: Timer) -> None:

@@ -30,9 +30,12 @@ def _promote_batch(using: str, batch: int) -> int:
     # (status, run_after, id) is the skipqueue_due index: the scan stops at the LIMIT.
     due = Job.objects.using(using).due().order_by("run_after", "id")
     with transaction.atomic(using=using):
-        rows = Job.objects.db_manager(using).lock_batch(due, ["pk", "queue_name"], batch)
+        fields = ["pk", "queue_name", "flow_key", "flow_slot"]
+        rows = Job.objects.db_manager(using).lock_batch(due, fields, batch)
         if rows:
-            ids = [pk for pk, _ in rows]
-            transitions.promote(Job.objects.using(using).filter(pk__in=ids))
-            wakeup.after_commit(using, {queue_name for _, queue_name in rows})
+            ids = [pk for pk, *_ in rows]
+            # Jobs of a flow key that hold no slot wait for one, blocked (19).
+            keys = {key for _, _, key, slot in rows if key is not None and not slot}
+            transitions.promote(Job.objects.using(using).filter(pk__in=ids), keys)
+            wakeup.after_commit(using, {queue_name for _, queue_name, *_ in rows})
     return len(rows)

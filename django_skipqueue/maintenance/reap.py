@@ -52,6 +52,8 @@ REAP_FIELDS = (
     "errors",
     "worker_ids",
     "batch_id",
+    "flow_key",
+    "flow_slot",
 )
 _TOKEN = secrets.token_hex(4)
 #: The ReapResult counter of each transition a reclaimed lease can take.

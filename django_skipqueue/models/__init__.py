@@ -6,6 +6,7 @@ every process loads the models, so they may depend only on ``managers``, ``state
 """
 
 from django_skipqueue.models.archive import JobArchive
+from django_skipqueue.models.flow import FlowKey
 from django_skipqueue.models.job import Job
 from django_skipqueue.models.maintenance import MaintenanceRun
 from django_skipqueue.models.queue import QueuePause
@@ -16,6 +17,7 @@ __all__ = [
     "ACTIVE_STATUSES",
     "FINISHED_STATUSES",
     "KEYED_STATUSES",
+    "FlowKey",
     "Job",
     "JobArchive",
     "JobStatus",

@@ -6,11 +6,16 @@ from typing import Any, ClassVar
 
 from django.db import models
 from django.db.models.expressions import Combinable, CombinedExpression
+from django.db.models.functions import Concat
 from django.db.models.lookups import GreaterThan
 
 from django_skipqueue.compat import DEFAULT_TASK_QUEUE_NAME, TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 from django_skipqueue.managers import JobManager
 from django_skipqueue.states import FINISHED_STATUSES, KEY_BITS, KEYED_MASK, JobStatus
+
+#: ``waiting_key`` prefixes: a blocked job of a flow key, an admitted one not yet claimed.
+WAITING_PREFIX = "b:"
+ADMITTED_PREFIX = "r:"
 
 #: The bit of the row's status in KEY_BITS, as SQL; _KEY_BLOCKS is non-zero where the key
 #: blocks in that status.
@@ -67,6 +72,35 @@ class Job(models.Model):
     # are listed in the workflows app's own table, so plain jobs pay for nothing.
     batch_id = models.BigIntegerField(null=True, blank=True)
 
+    # Flow control (django_skipqueue.flow): the key whose slots and rate window this job
+    # waits for (a FlowKey row), NULL for a plain job, which pays for nothing else.
+    flow_key = models.CharField(max_length=191, null=True, blank=True)
+    # True while the job holds one of its key's concurrency slots: from its admission (or
+    # its enqueue into a free slot) until it ends; a retry keeps it.
+    flow_slot = models.BooleanField(default=False, db_default=False)
+    # "b:<flow key>" while the job is blocked, "r:<flow key>" while it is ready, NULL
+    # otherwise and always NULL for a plain job: the admission reads the oldest blocked jobs
+    # of one key (and a rate window counts its key's admitted jobs not yet claimed) through
+    # an index whose entry a plain job's status changes never touch.
+    waiting_key = models.GeneratedField(
+        expression=models.Case(
+            models.When(
+                status=JobStatus.BLOCKED,
+                flow_key__isnull=False,
+                then=Concat(models.Value(WAITING_PREFIX), models.F("flow_key")),
+            ),
+            models.When(
+                status=JobStatus.READY,
+                flow_key__isnull=False,
+                then=Concat(models.Value(ADMITTED_PREFIX), models.F("flow_key")),
+            ),
+            default=models.Value(None),
+            output_field=models.CharField(max_length=193),
+        ),
+        output_field=models.CharField(max_length=193, null=True),
+        db_persist=True,
+    )
+
     idempotency_key = models.CharField(max_length=191, null=True, blank=True)
     # The states in which the key blocks a new job, one bit each (states.KEY_BITS): the
     # task's unique_while, by default scheduled, ready, claimed and succeeded.
@@ -101,6 +135,8 @@ class Job(models.Model):
             ),
             # Promotion: WHERE status = 'scheduled' AND run_after <= now ORDER BY run_after.
             models.Index(fields=["status", "run_after", "id"], name="skipqueue_due"),
+            # Admission: WHERE waiting_key = 'b:<key>' ORDER BY id LIMIT n (oldest first).
+            models.Index(fields=["waiting_key", "id"], name="skipqueue_waiting"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["active_key"], name="skipqueue_unique_key"),

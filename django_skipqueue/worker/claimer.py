@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from django_skipqueue.db.clock import DatabaseNowPlus
-from django_skipqueue.models import Job
+from django_skipqueue.models import FlowKey, Job
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.queues import unpaused
 from django_skipqueue.worker.options import WorkerOptions
@@ -161,9 +161,10 @@ class Claimer:
         A ready job can be there after a claim that found nothing: the supervisor's promotion
         made it ready meanwhile, or another claim held its row locked (SKIP LOCKED skipped it).
         Scheduled jobs overdue by more than the horizon are left alone: nothing promotes them
-        (no maintenance loop runs), and waiting for them would never end.
+        (no maintenance loop runs), and waiting for them would never end. Jobs blocked behind
+        a flow key count when the key's next rate window opens within the horizon.
         """
-        return self._ready_left() or self._scheduled_soon()
+        return self._ready_left() or self._scheduled_soon() or self._window_soon()
 
     def _ready_left(self) -> bool:
         if not self.options.queues:
@@ -172,6 +173,13 @@ class Claimer:
         return bool(queues) and (
             Job.objects.using(self.using).ready().filter(queue_name__in=queues).exists()
         )
+
+    def _window_soon(self) -> bool:
+        keys = FlowKey.objects.using(self.using).filter(
+            wake_at__lte=DatabaseNowPlus(BURST_HORIZON),
+            wake_at__gte=DatabaseNowPlus(-BURST_HORIZON),
+        )
+        return keys.exists()
 
     def _scheduled_soon(self) -> bool:
         jobs = Job.objects.using(self.using).scheduled()

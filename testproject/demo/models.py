@@ -14,3 +14,17 @@ class LedgerEntry(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_id} attempt {self.attempt}"
+
+
+class FlowLedgerEntry(models.Model):
+    """One row per execution of a flow-control test task, its times by the database clock."""
+
+    job_id = models.BigIntegerField(db_index=True)
+    key = models.CharField(max_length=64)
+    seq = models.IntegerField(default=0)
+    attempt = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True)
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} key {self.key} attempt {self.attempt}"

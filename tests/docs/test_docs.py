@@ -56,6 +56,7 @@ HOWTO_PAGES = [
     "howto/migrate.md",
     "howto/schedule-tasks.md",
     "howto/batches.md",
+    "howto/flow-control.md",
 ]
 #: What a page names but a test cannot have, and the stand-in written instead: the database
 #: servers of replicas.md become the project's own database (its settings' PROJECT["database"]),

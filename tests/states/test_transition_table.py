@@ -31,7 +31,7 @@ from django_skipqueue.maintenance.reap import reap
 from django_skipqueue.models import Job
 from django_skipqueue.worker import recording
 from tests.conftest import ROOT
-from tests.support.tasks import noop, reindex_user
+from tests.support.tasks import export_for, noop, reindex_user
 
 pytestmark = pytest.mark.django_db
 
@@ -95,6 +95,43 @@ class Case:
 
 def later() -> Any:
     return noop.using(run_after=timezone.now() + timedelta(hours=1)).enqueue()
+
+
+def slot_taken() -> Job:
+    """A job of customer 7 that holds the key's one slot, claimed by w1."""
+    holder = Job.objects.get(pk=export_for.enqueue(7).id)
+    assert holder.status == "ready" and holder.flow_slot
+    (mine,) = Job.objects.claim([holder.queue_name], limit=1, owner="w1")
+    return mine
+
+
+def blocked() -> Job:
+    slot_taken()
+    job = Job.objects.get(pk=export_for.enqueue(7).id)
+    assert job.status == "blocked"
+    return job
+
+
+def admitted_by_the_end_of(job: Job | None) -> Any:
+    key = f"{export_for.module_path}:customer:7"
+    (holder,) = Job.objects.filter(status="claimed", flow_key=key)
+    return transitions.succeed(holder, None)
+
+
+def blocked_due() -> Job:
+    slot_taken()
+    job = Job.objects.get(
+        pk=export_for.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(7).id
+    )
+    Job.objects.filter(pk=job.pk).update(run_after=DatabaseNowPlus(-1))
+    return job
+
+
+def failed_keyed() -> Job:
+    first = slot_taken()
+    assert transitions.fail(first, ERROR, retry_in=None)
+    slot_taken()
+    return first
 
 
 CASES = [
@@ -192,6 +229,26 @@ CASES = [
         ),
     ),
     Case(
+        states.ENQUEUE_BLOCKED,
+        "enqueue",
+        nothing,
+        lambda _: (slot_taken(), export_for.enqueue(7))[1],
+    ),
+    Case(states.ADMIT, "worker", blocked, admitted_by_the_end_of),
+    Case(states.PROMOTE_BLOCKED, "maintenance", blocked_due, lambda job: promote()),
+    Case(
+        states.RETRY_BLOCKED,
+        "admin",
+        failed_keyed,
+        lambda job: operations.retry_failed(Job.objects.filter(pk=job.pk), keep),
+    ),
+    Case(
+        states.CANCEL,
+        "admin-blocked",
+        blocked,
+        lambda job: operations.cancel_waiting(Job.objects.filter(pk=job.pk), keep, "no longer"),
+    ),
+    Case(
         states.PURGE,
         "purge",
         failed,
@@ -228,7 +285,7 @@ def test_each_transition_writes_what_it_declares_and_nothing_else(case):
 
 def test_every_documented_transition_has_a_case():
     assert {case.transition for case in CASES} == set(states.TRANSITIONS)
-    assert [t.number for t in states.TRANSITIONS] == list(range(1, 17))
+    assert [t.number for t in states.TRANSITIONS] == list(range(1, 21))
 
 
 def test_each_transition_declares_real_columns_only():

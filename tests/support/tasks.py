@@ -59,3 +59,21 @@ def reindex_user(user_id: int, fields: list[str]) -> None:
 @task(unique_key="import-{name}", unique_while=("scheduled", "ready"))
 def import_feed(name: str) -> None:
     """Only a waiting job blocks: one may wait while another runs."""
+
+
+# Flow control (issue 18).
+
+
+@task(concurrency_key="customer:{customer_id}", concurrency_limit=1)
+def export_for(customer_id: int) -> None:
+    """One export per customer at a time."""
+
+
+@task(concurrency_key="account:{account}", ordered=True, max_attempts=3)
+def apply_event(account: str, number: int) -> None:
+    """An account's events, one at a time in enqueue order."""
+
+
+@task(rate_limit=(2, 60.0))
+def call_api(n: int) -> None:
+    """At most two starts a minute, for the whole task."""

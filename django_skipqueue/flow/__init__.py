@@ -1,0 +1,13 @@
+"""Flow control: per-key concurrency limits, ordered sequences and rate limits.
+
+A job of a task with flow options carries a ``flow_key`` and is inserted BLOCKED, a status the
+claim index's ``('ready', queue)`` range never holds. The key's ``FlowKey`` row is the
+semaphore: every transaction that takes a slot (``admit``) or gives one back (a job's end,
+through ``transitions.py``) locks it first, then admits the oldest blocked jobs of the key
+that the slots and the rate window allow, through the ``skipqueue_waiting`` index. The plain
+claim is not changed at all: admitted jobs are plain READY rows.
+
+``options`` reads and checks the task options, ``admission`` holds the transactions, and
+``status`` the figures of ``skipqueue_status`` and the admin. Must not import ``worker``,
+``maintenance``, ``admin`` or ``management``.
+"""
