@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import DatabaseError, connections, transaction
-from django.db.models import Model, QuerySet
+from django.db.models import JSONField, Model, QuerySet
+from django.db.models.expressions import Col
 from django.db.models.sql import UpdateQuery
 from django.db.models.sql.compiler import SQLCompiler
 
@@ -175,11 +176,47 @@ class RowReader:
     def of(cls, compiler: SQLCompiler) -> RowReader:
         columns = [column for column, _, _ in compiler.select[: compiler.col_count]]
         names = tuple(column.target.attname for column in columns)
-        return cls(compiler, names, compiler.get_converters(columns))
+        converters = {
+            position: ([_plain_json(convert, expression) for convert in converts], expression)
+            for position, (converts, expression) in compiler.get_converters(columns).items()
+        }
+        return cls(compiler, names, converters)
 
     def convert(self, rows: Iterable[Sequence[Any]]) -> Iterable[Sequence[Any]]:
         """Convert database values to Python values the way the ORM would."""
         return self.compiler.apply_converters(rows, self.converters) if self.converters else rows
+
+
+#: JSON texts decoded without the parser: a claimed job's errors, worker ids and kwargs are
+#: mostly empty. Each read makes a fresh list or dict, as ``json.loads`` does.
+_EMPTY_JSON: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
+
+
+def _plain_json(convert: Callable[..., Any], expression: Any) -> Callable[..., Any]:
+    """Return ``convert``, or a quicker equal of it for a JSON column with the default decoder.
+
+    ``JSONField.from_db_value`` parses ``[]`` and ``{}`` like any other text, about 2 us a
+    column; a claimed job has four JSON columns that are mostly empty.
+    """
+    field = getattr(convert, "__self__", None)
+    plain = getattr(convert, "__func__", None) is JSONField.from_db_value
+    if plain and isinstance(expression, Col) and getattr(field, "decoder", None) is None:
+        return _json_from_db
+    return convert
+
+
+def _json_from_db(value: Any, expression: Any, connection: Any) -> Any:
+    """``JSONField.from_db_value`` for a column (not a key transform) and no custom decoder."""
+    if value is None:
+        return None
+    if type(value) is str:
+        empty = _EMPTY_JSON.get(value)
+        if empty is not None:
+            return empty()
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,26 @@ def test_claim_marks_jobs_claimed_with_owner_lease_and_attempt(backend):
     assert Job.objects.claim(["default"], limit=5, owner="worker-b") == []
 
 
+def test_claimed_rows_read_as_the_orm_reads_them_with_a_fresh_list_or_dict_each(backend):
+    """The claim's compiled read decodes JSON columns itself: the same values, not shared."""
+    echo.enqueue([1, {"a": None}], key="text")
+    enqueue_noops(backend, 2)
+    Job.objects.filter(pk=Job.objects.order_by("-pk")[0].pk).update(errors=[{"type": "E"}])
+    claimed = Job.objects.claim(["default"], limit=3, owner="w")
+    fields = [field.attname for field in Job._meta.concrete_fields]
+    by_orm = {job.pk: job for job in Job.objects.filter(pk__in=[job.pk for job in claimed])}
+    for job in claimed:
+        assert [getattr(job, f) for f in fields] == [getattr(by_orm[job.pk], f) for f in fields]
+    first, second, third = claimed
+    assert (first.args, first.kwargs) == ([[1, {"a": None}]], {"key": "text"})
+    assert (second.kwargs, second.errors, second.return_value) == ({}, [], None)
+    assert third.errors == [{"type": "E"}]
+    second.errors.append("mine")
+    second.kwargs["mine"] = 1
+    assert (third.kwargs, second.worker_ids) == ({}, [])
+    assert second.worker_ids is not third.worker_ids and second.args is not third.args
+
+
 def test_claim_without_lease_uses_each_jobs_own_lease(backend):
     noop.using(lease=600).enqueue()
     [job] = Job.objects.claim(["default"], limit=1, owner="w")
