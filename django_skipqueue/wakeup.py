@@ -24,6 +24,7 @@ handlers only note the signal and poke the Waker; the main loop acts on it betwe
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import logging
@@ -141,6 +142,16 @@ def _send(payload: bytes, address: tuple[str, int]) -> None:
             _socket.sendto(payload, address)
         except OSError:
             logger.debug("wake-up to %s:%s failed", *address, exc_info=True)
+
+
+@atexit.register
+def close_socket() -> None:
+    """Close the producer's datagram socket (at exit); the next wake-up opens another."""
+    global _socket
+    with _socket_lock:
+        if _socket is not None:
+            _socket.close()
+            _socket = None
 
 
 def parse_address(text: str) -> tuple[str, int]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -242,3 +244,18 @@ def test_no_wake_up_reaches_a_worker_without_a_listener(settings):
     settings.SKIPQUEUE_WAKEUP_FANOUT = None
     call_command("check")  # the settings above are valid
     assert wakeup.notify("default", frozenset({"default"})) == 0
+
+
+def test_a_producer_closes_its_wake_up_socket_when_it_exits(child_env, listeners):
+    """A process that sent wake-ups leaves no unclosed socket behind (``-X dev`` reports one)."""
+    address = wakeup.parse_address(str(listeners[0].address))
+    send = (
+        "import django; django.setup(); from django_skipqueue import wakeup; "
+        f"wakeup._send(b'default', {address!r}); print(wakeup._socket is not None)"
+    )
+    command = [sys.executable, "-X", "dev", "-c", send]
+    done = subprocess.run(command, env=child_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]
+    assert "ResourceWarning" not in done.stderr, done.stderr
+    assert heard(listeners[0]) == {"default"}
