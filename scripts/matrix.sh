@@ -60,22 +60,8 @@ VERSIONS=("$@")
 
 log() { printf '[matrix] %s\n' "$*" >&2; }
 
-python_for() {
-    local wanted="${PYTHON_FOR[$1]}"
-    if [[ -z "$wanted" ]]; then
-        command -v python3
-        return
-    fi
-    local found
-    found="$(ls -d "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/"$wanted"*/bin/python 2>/dev/null \
-        | sort -V | tail -1 || true)"
-    [[ -z "$found" ]] && found="$(command -v "python$wanted" || true)"
-    if [[ -z "$found" ]]; then
-        log "no Python $wanted (pyenv or PATH) for Django $1: using $(command -v python3)"
-        found="$(command -v python3)"
-    fi
-    echo "$found"
-}
+# shellcheck source=scripts/pythons.sh
+source "$ROOT/scripts/pythons.sh"
 
 make_venv() {
     # A virtualenv with Django ~= $1 and the project (editable) with its test extra. Rebuilt

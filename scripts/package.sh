@@ -23,22 +23,8 @@ log() { printf '[package] %s\n' "$*" >&2; }
 WORK="$(mktemp -d /tmp/skipqueue-package.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 
-python_for() {
-    local wanted="${PYTHON_FOR[$1]}"
-    if [[ -z "$wanted" ]]; then
-        command -v python3
-        return
-    fi
-    local found
-    found="$(ls -d "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/"$wanted"*/bin/python 2>/dev/null \
-        | sort -V | tail -1 || true)"
-    [[ -z "$found" ]] && found="$(command -v "python$wanted" || true)"
-    if [[ -z "$found" ]]; then
-        log "no Python $wanted (pyenv or PATH) for Django $1: using $(command -v python3)"
-        found="$(command -v python3)"
-    fi
-    echo "$found"
-}
+# shellcheck source=scripts/pythons.sh
+source "$ROOT/scripts/pythons.sh"
 
 printf '\n=== build the sdist and the wheel, twine check ===\n'
 rm -rf "$WORK/dist"

@@ -100,35 +100,34 @@ def database_problems(
     A limit asked for on a server that hides the figure is a problem too: the operator meant
     it to be watched, and a check that silently passes would say the opposite.
     """
+    checks = (
+        (Unhealthy.HISTORY_TOO_LONG, "history list length", "history_length", max_history),
+        (Unhealthy.TRANSACTION_TOO_OLD, "oldest transaction", "oldest_transaction_age", max_age),
+    )
     found = []
-    if max_history is not None:
-        length = health.history_length
-        if length is None:
-            reason = f"not available ({health.unavailable.get('history_length')})"
-            found.append(Problem(Unhealthy.HISTORY_TOO_LONG, f"history list length {reason}"))
-        elif length > max_history:
-            found.append(
-                Problem(
-                    Unhealthy.HISTORY_TOO_LONG,
-                    f"InnoDB history list length is {length:,} (limit {max_history:,}): "
-                    "a long transaction may be holding purge back",
-                )
-            )
-    if max_age is not None:
-        age = health.oldest_transaction_age
-        if age is None:
-            reason = f"not available ({health.unavailable.get('oldest_transaction_age')})"
-            found.append(Problem(Unhealthy.TRANSACTION_TOO_OLD, f"oldest transaction {reason}"))
-        elif age > max_age:
-            found.append(
-                Problem(
-                    Unhealthy.TRANSACTION_TOO_OLD,
-                    f"a transaction has been open {format_seconds(age)} "
-                    f"(connection {health.oldest_transaction_connection}, "
-                    f"limit {format_seconds(max_age)})",
-                )
-            )
+    for check, label, figure, limit in checks:
+        value = getattr(health, figure)
+        if limit is None:
+            continue
+        if value is None:
+            reason = f"{label} not available ({health.unavailable.get(figure)})"
+            found.append(Problem(check, reason))
+        elif value > limit:
+            found.append(Problem(check, _over_limit(health, check, value, limit)))
     return found
+
+
+def _over_limit(health: DatabaseHealth, check: Unhealthy, value: float, limit: float) -> str:
+    if check is Unhealthy.HISTORY_TOO_LONG:
+        return (
+            f"InnoDB history list length is {value:,} (limit {limit:,}): "
+            "a long transaction may be holding purge back"
+        )
+    return (
+        f"a transaction has been open {format_seconds(value)} "
+        f"(connection {health.oldest_transaction_connection}, "
+        f"limit {format_seconds(limit)})"
+    )
 
 
 def summary(report: StatusReport) -> str:

@@ -1,27 +1,26 @@
 """Batches and chains in the admin: progress, counts and callbacks, read-only.
 
-Every figure is a column of the batch row: the list reads no job.
+Every figure is a column of the batch row: the list reads no job. Nothing is added, changed or
+deleted by hand: the counters are written under the batch row's lock by the transaction that
+records each member's outcome.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 from django.utils.html import format_html
 
+from ..admin.readonly import ReadOnlyAdmin
 from .models import Batch
 
 
 @admin.register(Batch)
-class BatchAdmin(admin.ModelAdmin):
+class BatchAdmin(ReadOnlyAdmin):
     list_display = ("id", "kind", "description", "progress", "succeeded", "failed",
                     "cancelled", "created_at", "finished_at")  # fmt: skip
     list_filter = ("kind",)
     search_fields = ("description",)
     ordering = ("-id",)
-    show_full_result_count = False
     readonly_fields = ("progress", "callbacks")
     fields = ("kind", "description", "parent", "progress", "size", "succeeded", "failed",
               "cancelled", "created_at", "finished_at", "callbacks", "callback_error",
@@ -50,9 +49,3 @@ class BatchAdmin(admin.ModelAdmin):
             if path
         ]
         return "; ".join(parts) or "none"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
