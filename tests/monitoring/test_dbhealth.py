@@ -9,6 +9,8 @@ history list must count every one of them.
 from __future__ import annotations
 
 import json
+import secrets
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -17,6 +19,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
+from prometheus_client.parser import text_string_to_metric_families
 
 from django_skipqueue.checks import check_binlog_format
 from django_skipqueue.models import Job
@@ -103,6 +106,20 @@ def test_status_json_and_health_thresholds_report_them(snapshot, capsys):
     assert not checks & {"HISTORY_TOO_LONG", "TRANSACTION_TOO_OLD"}
 
 
+def test_the_metrics_view_exports_them(snapshot, client, settings):
+    settings.SKIPQUEUE_METRICS_TOKEN = "health-token"
+    commit_updates(UPDATES)
+    time.sleep(1.0)
+    response = client.get(reverse("skipqueue_metrics"), HTTP_AUTHORIZATION="Bearer health-token")
+    gauges = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(response.content.decode())
+        for sample in family.samples
+    }
+    assert gauges["skipqueue_database_history_list_length"] >= UPDATES
+    assert gauges["skipqueue_database_oldest_transaction_age_seconds"] >= 1.0
+
+
 def test_the_dashboard_shows_them(snapshot, admin_client):
     thread_id, _ = snapshot
     time.sleep(0.5)
@@ -143,3 +160,47 @@ def test_the_connections_beside_max_connections():
     assert health.max_used_connections >= health.connections_open
     assert health.refused_connections is not None and health.refused_connections >= 0
     assert f"of {health.max_connections} (most ever" in health.line()
+
+
+@pytest.fixture
+def without_process_privilege(child_env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """A child environment whose database user has every privilege on the test database
+    but not PROCESS, as on a managed server that hides InnoDB's figures."""
+    if connection.vendor != "mysql":
+        pytest.skip("the PROCESS privilege: MySQL/MariaDB only")
+    name = connection.settings_dict["NAME"]
+    user, password = f"skq_obs_{secrets.token_hex(4)}", secrets.token_hex(12)
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'")
+        cursor.execute(f"GRANT ALL PRIVILEGES ON `{name}`.* TO '{user}'@'%'")
+    try:
+        url = f"mysql://{user}:{password}@127.0.0.1:{connection.settings_dict['PORT'] or 3306}"
+        yield {**child_env, "DATABASE_URL": f"{url}/{name}"}
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+
+
+def test_a_server_that_hides_them_says_not_available(without_process_privilege, manage_py):
+    env = without_process_privilege
+    status = subprocess.run(
+        [*manage_py, "skipqueue_status", "--json"], env=env, capture_output=True, text=True
+    )
+    assert status.returncode == 0, status.stderr
+    server = json.loads(status.stdout)["database"]
+    assert server["history_length"] is None and server["oldest_transaction_age"] is None
+    assert server["unavailable"]["history_length"] == "needs the PROCESS privilege"
+    assert server["unavailable"]["oldest_transaction_age"] == "needs the PROCESS privilege"
+    text = subprocess.run(
+        [*manage_py, "skipqueue_status"], env=env, capture_output=True, text=True
+    ).stdout
+    assert "history list length not available (needs the PROCESS privilege)" in text
+    health = subprocess.run(
+        [*manage_py, "skipqueue_health", "--json", "--max-history-length", "1000"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert health.returncode != 0  # a limit the server cannot be checked against fails
+    reasons = {p["check"]: p["reason"] for p in json.loads(health.stdout)["problems"]}
+    assert "not available (needs the PROCESS privilege)" in reasons["HISTORY_TOO_LONG"]
