@@ -29,6 +29,23 @@ def slow_record(context: TaskContext, seconds: float = 0.0, label: str = "") -> 
     return write_ledger(context, label)
 
 
+@task(takes_context=True)
+def announced_record(context: TaskContext, seconds: float, started_dir: str) -> int:
+    """slow_record that first leaves a file named after its job and attempt in ``started_dir``.
+
+    A test that stops the worker while tasks run waits for these files, not for a guess of how
+    long a loaded machine takes to start a thread.
+    """
+    announce(context.task_result.id, context.attempt, started_dir)
+    time.sleep(seconds)
+    return write_ledger(context, "")
+
+
+def announce(job_id: str, attempt: int, started_dir: str) -> None:
+    with open(os.path.join(started_dir, f"{job_id}-{attempt}"), "x"):
+        pass
+
+
 #: The old name of a renamed task, kept while its jobs drain (the run-workers how-to).
 slow_record_old_name = slow_record
 
@@ -126,6 +143,16 @@ def write_then_return_a_set(context: TaskContext) -> object:
 async def async_nap(seconds: float) -> str:
     import asyncio
 
+    await asyncio.sleep(seconds)
+    return "rested"
+
+
+@task(takes_context=True)
+async def announced_nap(context: TaskContext, seconds: float, started_dir: str) -> str:
+    """async_nap that first leaves a file in ``started_dir`` (see :func:`announced_record`)."""
+    import asyncio
+
+    announce(context.task_result.id, context.attempt, started_dir)
     await asyncio.sleep(seconds)
     return "rested"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 
 import pytest
 from django.db.models import Count
@@ -18,6 +19,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.skip_locked]
 
 #: A process start on a loaded 2-core machine can take a minute; waiting longer costs nothing.
 START_TIMEOUT = 240
+
+
+def began(started_dir: Path, count: int) -> None:
+    """Wait until ``count`` tasks have begun (each leaves a file there as it starts)."""
+    wait_for(lambda: len(list(started_dir.iterdir())) >= count, START_TIMEOUT, what="tasks begun")
 
 
 def start(manage_py, child_env, tmp_path, *args: str) -> Runworkers:
@@ -66,12 +72,14 @@ def test_a_second_signal_or_sigquit_stops_at_once_and_records_the_interrupted_at
     """Django: started_at is "the time when the Task began execution, on its first attempt",
     worker_ids "the workers which have executed the Task": a stop must not erase an attempt
     that ran (it may have done part of its work)."""
-    results = backend.enqueue_many([(wt.slow_record, [60], {})] * 6)
+    started_dir = tmp_path / "started"
+    started_dir.mkdir()
+    results = backend.enqueue_many([(wt.announced_record, [60, str(started_dir)], {})] * 6)
     workers = start(manage_py, child_env, tmp_path, "--processes", "1", "--threads", "4",
                     "--grace", "60")  # fmt: skip
     try:
-        wait_for(lambda: Job.objects.claimed().count() == 4, timeout=120)
-        time.sleep(2)  # the 4 threads have begun their tasks (seconds, on a loaded machine)
+        began(started_dir, 4)  # the 4 threads have begun their tasks
+        assert Job.objects.claimed().count() == 4
         owner = Job.objects.claimed().values_list("owner", flat=True).first()
         signalled = time.monotonic()
         for signum in signals:
@@ -101,13 +109,14 @@ def test_a_second_signal_or_sigquit_stops_at_once_and_records_the_interrupted_at
 def test_jobs_still_running_when_grace_ends_are_given_back_as_interrupted_attempts(
     backend, child_env, manage_py, tmp_path
 ):
-    result = wt.slow_record.enqueue(60)
-    quick = wt.slow_record.enqueue(3)
+    started_dir = tmp_path / "started"
+    started_dir.mkdir()
+    result = wt.announced_record.enqueue(60, str(started_dir))
+    quick = wt.announced_record.enqueue(3, str(started_dir))
     workers = start(manage_py, child_env, tmp_path, "--processes", "1", "--threads", "2",
                     "--grace", "6")  # fmt: skip
     try:
-        wait_for(lambda: Job.objects.claimed().count() == 2, timeout=120)
-        time.sleep(1)  # both threads have begun their tasks; the 3 s one runs into the stop
+        began(started_dir, 2)  # both tasks have begun: the 3 s one runs into the stop
         signalled = time.monotonic()
         workers.signal(signal.SIGTERM)
         code = workers.wait(timeout=50)
@@ -127,11 +136,12 @@ def test_jobs_still_running_when_grace_ends_are_given_back_as_interrupted_attemp
 
 def test_a_graceful_stop_lets_a_running_coroutine_finish(backend, child_env, manage_py, tmp_path):
     """A coroutine's future can be cancelled while it runs: the stop must not take it back."""
-    result = wt.async_nap.enqueue(5)
+    started_dir = tmp_path / "started"
+    started_dir.mkdir()
+    result = wt.announced_nap.enqueue(5, str(started_dir))
     workers = start(manage_py, child_env, tmp_path, "--threads", "1", "--grace", "20")
     try:
-        wait_for(lambda: Job.objects.claimed().exists(), timeout=120)
-        time.sleep(2)  # the 5 s coroutine is running, even on a loaded machine
+        began(started_dir, 1)  # the 5 s coroutine is running
         workers.signal(signal.SIGTERM)
         code = workers.wait(timeout=30)
     finally:
