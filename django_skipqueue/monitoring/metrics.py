@@ -20,6 +20,7 @@ merge processes and minutes, then read percentiles with :func:`histogram_percent
 from __future__ import annotations
 
 import bisect
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -144,6 +145,8 @@ class Metrics:
         self.recent_claims: deque[float] = deque(maxlen=RECENT_SAMPLES)
         #: Set before the fork in runworkers --metrics-port: the children inherit it.
         self.exporter = exporter
+        #: The last minute current_minute() answered: (minutes since the epoch, its start).
+        self._minute: tuple[int, datetime] = (-1, datetime.min.replace(tzinfo=UTC))
 
     def count(self, queue_name: str, counter: str, amount: int = 1) -> None:
         if amount:
@@ -165,8 +168,12 @@ class Metrics:
         return exact_percentile(samples, 0.5), exact_percentile(samples, 0.95)
 
     def current_minute(self) -> datetime:
-        now = datetime.now(UTC) + self.clock_offset
-        return now.replace(second=0, microsecond=0)
+        """Return the database clock's current minute (worked out once per minute: every
+        counted job asks)."""
+        minute = int((time.time() + self.clock_offset.total_seconds()) // 60)
+        if minute != self._minute[0]:
+            self._minute = (minute, datetime.fromtimestamp(minute * 60, UTC))
+        return self._minute[1]
 
     def dirty_rows(self) -> list[tuple[datetime, str, MinuteCounters]]:
         return [(m, q, row) for (m, q), row in self.minutes.items() if row.dirty]
