@@ -58,6 +58,12 @@ class SkipQueueSettings:
     RESTART_BACKOFF_MAX: float = 30.0
     #: Job threads close their database connections after each job (none held while idle).
     RELEASE_JOB_CONNECTIONS: bool = False
+    #: Jobs a worker process claims beyond its free threads (claiming ahead); None adapts it
+    #: to recent job durations (none while they are long), 0 turns it off.
+    PREFETCH: int | None = None
+    #: A job claimed ahead starts within this many seconds or is given back at once, without
+    #: spending its attempt; a job running longer than half of it also gives the others back.
+    PREFETCH_MAX_WAIT: float = 0.2
     #: Longest wait, in seconds, of the workers' and the supervisor's own queue queries on
     #: the network (connect, read, write: mysqlclient's timeouts) before the connection is
     #: given up; None: the driver's defaults (a silent partition then hangs for hours).

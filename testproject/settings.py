@@ -97,6 +97,7 @@ SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES = env.int(
 
 # The metrics view's bearer token (tests/monitoring/test_prometheus.py scrapes with it).
 SKIPQUEUE_METRICS_TOKEN = env.str("SKIPQUEUE_METRICS_TOKEN", default="") or None
+SKIPQUEUE_PREFETCH_MAX_WAIT = env.float("SKIPQUEUE_PREFETCH_MAX_WAIT", default=0.2)
 
 LOGGING = {
     "version": 1,

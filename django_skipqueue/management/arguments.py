@@ -31,6 +31,7 @@ __all__ = [
     "non_negative_float",
     "positive_float",
     "positive_int",
+    "prefetch_count",
     "queue_list",
     "url_with_scheme",
     "values_of",
@@ -42,6 +43,16 @@ def positive_int(text: str) -> int:
     value = _number(int, text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def prefetch_count(text: str) -> int | str:
+    """A number of jobs to claim ahead (0 or more), or ``auto`` (adaptive)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    value = _number(int, text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, or auto, not {value}")
     return value
 
 

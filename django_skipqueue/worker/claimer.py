@@ -190,3 +190,50 @@ class Claimer:
             .filter(run_after__gte=DatabaseNowPlus(-BURST_HORIZON))
             .exists()
         )
+
+
+#: Most jobs an adaptive prefetch holds beyond the threads.
+MAX_AUTO_PREFETCH = 64
+#: Weight of the latest duration in the running average the adaptive prefetch follows.
+DURATION_WEIGHT = 0.1
+
+
+class Prefetch:
+    """How many jobs to claim beyond the free threads (claiming ahead), and for how long.
+
+    Jobs claimed ahead wait, in claim order, for a thread of this process. That saves a claim
+    transaction and a commit per job when jobs are short, and costs fairness when they are
+    not: a job waiting here cannot run on another worker's free thread. So a job claimed ahead
+    starts within ``max_wait`` seconds or the worker gives it back (see Worker._release_stalled),
+    and claiming ahead stops while a job has run longer than half of that. The adaptive size
+    (``fixed`` None) claims ahead only while recent jobs average under a quarter of
+    ``max_wait``, and about as many as the threads get through in half of it.
+    """
+
+    def __init__(self, threads: int, fixed: int | None, max_wait: float) -> None:
+        self.threads = threads
+        self.fixed = fixed
+        self.max_wait = max_wait
+        #: Running average of recent attempts' durations, in seconds (None: none seen yet).
+        self.average: float | None = None
+        self.seen = 0
+
+    def observe(self, seconds: float) -> None:
+        """Count one finished attempt's duration into the running average."""
+        self.seen += 1
+        average = self.average
+        self.average = (
+            seconds if average is None else average + DURATION_WEIGHT * (seconds - average)
+        )
+
+    def size(self, longest_run: float) -> int:
+        """Return how many jobs to hold beyond the threads, given the longest running job."""
+        if self.fixed == 0 or longest_run > self.max_wait / 2:
+            return 0
+        if self.fixed is not None:
+            return self.fixed
+        average = self.average
+        if average is None or self.seen < self.threads or average >= self.max_wait / 4:
+            return 0
+        drained_in_half = int(self.threads * self.max_wait / 2 / max(average, 1e-4))
+        return min(MAX_AUTO_PREFETCH, max(self.threads, drained_in_half))

@@ -80,6 +80,8 @@ class Running:
     #: The TaskResult of this attempt (for task_started and the job's context), once it began;
     #: updated in place for task_finished.
     result: TaskResult | None = None
+    #: time.monotonic() when this process took the job (its claim).
+    held_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass(eq=False)
@@ -196,7 +198,6 @@ class Executor:
 
     def _run_sync(self, running: Running, task: Task) -> Outcome:
         # Like a request: stale connections out before, broken ones out after.
-        close_old_connections()
         close_dead_connections()
         try:
             if self.tracing:
@@ -323,9 +324,11 @@ def close_dead_connections() -> None:
     A job thread keeps its connection between jobs (CONN_MAX_AGE), and the server may have
     dropped it meanwhile (a restart, ``KILL``, ``wait_timeout``): without this check the next
     task's first query fails and spends an attempt. One ping per job, only on threads that
-    hold a connection (what CONN_HEALTH_CHECKS does for a request).
+    hold a connection (what CONN_HEALTH_CHECKS does for a request). The same pass closes
+    those past CONN_MAX_AGE or broken by an error, as ``close_old_connections()`` does.
     """
     for connection in connections.all(initialized_only=True):
+        connection.close_if_unusable_or_obsolete()
         if connection.connection is not None and not connection.is_usable():
             connection.close()
 

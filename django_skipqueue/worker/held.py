@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import queue
 import time
+from collections.abc import Callable
 
 from django_skipqueue import transitions, wakeup
 from django_skipqueue.models import Job
@@ -41,6 +42,10 @@ class Holdings:
         self.unrecorded: list[Outcome] = []
         #: Outcomes (by id()) whose last write failed: it may have committed all the same.
         self.uncertain: set[int] = set()
+        #: When the oldest unrecorded outcome was collected (time.monotonic()).
+        self.unrecorded_since = 0.0
+        #: Told the duration of every attempt that ran, as its outcome is collected.
+        self.observe: Callable[[float], None] | None = None
 
     def __len__(self) -> int:
         """Slots in use: held jobs and threads still stuck in timed-out jobs."""
@@ -73,7 +78,14 @@ class Holdings:
         while not self.finished.empty():
             running, outcome = self.finished.get()
             if not running.abandoned:
-                self.unrecorded.append(outcome)
+                self._unrecorded(outcome)
+            if self.observe is not None and running.started_at is not None:
+                self.observe(outcome.duration)
+
+    def _unrecorded(self, outcome: Outcome) -> None:
+        if not self.unrecorded:
+            self.unrecorded_since = time.monotonic()
+        self.unrecorded.append(outcome)
 
     @staticmethod
     def must_write(batch: list[Outcome]) -> bool:
@@ -105,6 +117,8 @@ class Holdings:
     def settled(self, batch: list[Outcome]) -> None:
         """Let go of the jobs of a recorded ``batch``: count, log and announce each."""
         self.unrecorded = self.unrecorded[len(batch) :]
+        if self.unrecorded:
+            self.unrecorded_since = time.monotonic()
         for outcome in batch:
             self.held.pop(outcome.job.pk, None)
             self._account(outcome)
@@ -135,7 +149,7 @@ class Holdings:
         running.abandoned = True
         del self.held[running.job.pk]
         self.stuck.append(running)
-        self.unrecorded.append(outcome)
+        self._unrecorded(outcome)
 
     def overdue(self) -> list[Running]:
         """Return the thread-run jobs that have outlived their timeout."""
@@ -176,6 +190,47 @@ class Holdings:
             if running.started_at is None and future is not None and future.cancel():
                 self.unstarted.append(self.held.pop(pk))
 
+    def ahead(self, threads: int) -> list[Running]:
+        """Return the jobs claimed ahead: waiting for a thread while none is idle for them.
+
+        Held jobs handed to the executor and not begun, in claim order (the executor's), less
+        as many as there are idle threads: those start at once.
+        """
+        held = self.held.values()
+        waiting = [running for running in held if _waiting(running)]
+        busy = sum(1 for running in held if _running(running)) + len(self.stuck)
+        return waiting[max(0, threads - busy) :]
+
+    def longest_run(self) -> float:
+        """Return how long, in seconds, the longest running held job has run (0: none runs)."""
+        began = [r.started_at for r in self.held.values() if _running(r)]
+        return time.monotonic() - min(t for t in began if t is not None) if began else 0.0
+
+    def give_back_ahead(self, threads: int) -> int:
+        """Give back at once the jobs claimed ahead that have not begun; return how many.
+
+        Each is taken off the executor first (a future that a thread has begun cannot be
+        cancelled: that job runs). If the release fails, they are given back as the process
+        stops, or taken back by the reaper when their leases expire.
+        """
+        taken = []
+        for running in self.ahead(threads):
+            future = running.future
+            if future is not None and future.cancel():
+                taken.append(self.held.pop(running.job.pk))
+        if not taken:
+            return 0
+        self.unstarted.extend(taken)
+        released = recording.release([running.job for running in taken], self.using)
+        del self.unstarted[-len(taken) :]
+        return released
+
+    def give_back_unstarted(self) -> int:
+        """Give back the jobs :meth:`unstart` took off the executor; return how many."""
+        released = recording.release([running.job for running in self.unstarted], self.using)
+        self.unstarted.clear()
+        return released
+
     def give_back_all(self, reason: str) -> tuple[int, int]:
         """Give back every held job as the process stops; return (released, interrupted).
 
@@ -198,6 +253,20 @@ class Holdings:
         if strays:
             logger.warning("released unknown claims jobs=%s worker=%s", len(strays), self.owner)
             recording.release(strays, self.using)
+
+
+def _waiting(running: Running) -> bool:
+    future = running.future
+    return (
+        running.started_at is None
+        and future is not None
+        and not (future.running() or future.done())
+    )
+
+
+def _running(running: Running) -> bool:
+    future = running.future
+    return running.started_at is not None and future is not None and not future.done()
 
 
 def _deadline(running: Running) -> float:

@@ -25,7 +25,7 @@ from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.states import JobStatus
 from django_skipqueue.wakeup import GRACEFUL, IMMEDIATE, Stopping, Waker
 from django_skipqueue.worker import heartbeat, recording
-from django_skipqueue.worker.claimer import Claimer
+from django_skipqueue.worker.claimer import Claimer, Prefetch
 from django_skipqueue.worker.executor import Executor, Outcome, Running, timed_out
 from django_skipqueue.worker.heartbeat import (
     DatabaseBackoff,
@@ -71,6 +71,10 @@ class Worker:
         self.jobs = Holdings(owner, self.using, options.backend, self.metrics)
         self.executor = Executor(options.threads, options.backend, self.using, self._on_done)
         self.claimer = Claimer(options, owner, self.metrics)
+        self.prefetch = Prefetch(options.threads, options.prefetch, options.prefetch_max_wait)
+        self.jobs.observe = self.prefetch.observe
+        #: Jobs to hold beyond the threads this turn (claiming ahead; 0 while stopping).
+        self.ahead = 0
         self.db_backoff = DatabaseBackoff(self.using)
         self.stopping = Stopping(self.waker.poke)
         self.started_jobs = self.released = self.interrupted = 0
@@ -135,13 +139,16 @@ class Worker:
                 self.jobs.release_strays()
                 self.reconcile = False
             self._check_health()
+            self._release_stalled()
             if time.monotonic() >= self.next_beat_at:
                 self._beat()
+            self.ahead = 0 if self.stopping.requested else self.prefetch.size(self._longest_run())
             if self._claim_due():
                 self._let_batch_fill()
                 self._record_and_claim()
             else:
-                self._record()
+                if self._record_due():
+                    self._record()
                 if self.metrics.exporter is not None:
                     self.metrics.exporter.flush()
             self.db_backoff.reset()
@@ -158,12 +165,14 @@ class Worker:
 
     def _sleep(self) -> None:
         # A pending signal's poke may have been drained by a short wait (_let_batch_fill).
-        if self.jobs.unrecorded or self.stopping.signals or self._done():
+        if self._record_due() or self.stopping.signals or self._done():
             return
         now = time.monotonic()
-        free = self._free_slots()
         until = [self.next_beat_at, self.stopping.deadline, *self.jobs.deadlines()]
-        listen = not self.stopping.requested and free > 0
+        if self.jobs.unrecorded:
+            until.append(self.jobs.unrecorded_since + self._record_within)
+        until.append(self._release_at())
+        listen = not self.stopping.requested and self._room(self.jobs.finishing) > 0
         if listen:
             until.append(self.claimer.next_claim_at)
         timeout = min(until) - now
@@ -174,14 +183,21 @@ class Worker:
 
     def _free_slots(self, finishing: int = 0) -> int:
         """Slots free now (plus ``finishing``: those whose outcomes are being recorded)."""
-        free = self.options.threads - len(self.jobs) + finishing
+        free = self.options.threads + self.ahead - len(self.jobs) + finishing
         if self.options.max_jobs is not None:
             free = min(free, self.options.max_jobs - self.started_jobs)
         return free
 
+    def _room(self, finishing: int) -> int:
+        """Slots to claim into now: any free one while a thread idles, else only once half
+        the jobs claimed ahead have started (claims ahead come in batches, not one by one)."""
+        free = self._free_slots(finishing)
+        idle_thread = len(self.jobs) - finishing < self.options.threads
+        return free if free > 0 and (idle_thread or free >= (self.ahead + 1) // 2) else 0
+
     def _claim_due(self) -> bool:
-        free = self._free_slots(self.jobs.finishing)
-        return not self.stopping.requested and free > 0 and self.claimer.due()
+        room = self._room(self.jobs.finishing)
+        return not self.stopping.requested and room > 0 and self.claimer.due()
 
     def _let_batch_fill(self) -> None:
         """Wait up to BATCH_FILL_SECONDS for jobs that began moments ago to finish as well.
@@ -194,7 +210,7 @@ class Worker:
         on a quiet queue claims at once. A job that has run longer than 2 x BATCH_FILL_SECONDS
         is not waited for, nor is anything once a signal came.
         """
-        if not (self.claimer.backlogged and self.jobs.finishing):
+        if self.ahead or not (self.claimer.backlogged and self.jobs.finishing):
             return
         deadline = time.monotonic() + BATCH_FILL_SECONDS
         while self.jobs.just_started(2 * BATCH_FILL_SECONDS) and not self.stopping.signals:
@@ -273,6 +289,57 @@ class Worker:
         self.jobs.on_done(running, outcome)
         self.waker.nudge()
 
+    # Claiming ahead (prefetch).
+
+    @property
+    def _record_within(self) -> float:
+        """Longest wait of a finished job's outcome for a bigger batch while claiming ahead."""
+        return self.options.prefetch_max_wait / 4
+
+    def _record_due(self) -> bool:
+        """Tell whether to write the finished jobs' outcomes now rather than with more.
+
+        Without jobs claimed ahead, at once (as soon as the loop turns). With them, the
+        outcomes wait for the next claim (one transaction for both) up to a quarter of
+        SKIPQUEUE_PREFETCH_MAX_WAIT, or until as many are back as half the jobs claimed ahead.
+        """
+        unrecorded = self.jobs.unrecorded
+        if not unrecorded:
+            return False
+        if not self.ahead or self.stopping.requested:
+            return True
+        if len(unrecorded) >= max(self.options.threads, self.ahead // 2):
+            return True
+        return time.monotonic() - self.jobs.unrecorded_since >= self._record_within
+
+    def _longest_run(self) -> float:
+        return self.jobs.longest_run() if self.options.prefetch != 0 else 0.0
+
+    def _release_at(self) -> float:
+        """When the jobs claimed ahead are to be given back unless they have started."""
+        if self.options.prefetch == 0:
+            return float("inf")
+        waiting = self.jobs.ahead(self.options.threads)
+        if not waiting:
+            return float("inf")
+        limit = self.options.prefetch_max_wait
+        oldest = min(running.held_at for running in waiting)
+        longest = self.jobs.longest_run()
+        return min(oldest + limit, time.monotonic() - longest + limit / 2)
+
+    def _release_stalled(self) -> None:
+        """Give back the jobs claimed ahead once one has waited SKIPQUEUE_PREFETCH_MAX_WAIT,
+        or a running job has run half as long: another worker's free thread may take them.
+
+        They go back ready, their attempt not spent, and wake-ups go out for their queues.
+        """
+        if time.monotonic() < self._release_at():
+            return
+        given = self.jobs.give_back_ahead(self.options.threads)
+        self.released += given
+        if given:
+            logger.info("gave back jobs claimed ahead jobs=%s worker=%s", given, self.owner)
+
     # Leases and health.
 
     def _beat(self) -> None:
@@ -328,6 +395,10 @@ class Worker:
             return
         if mode == GRACEFUL:
             self.jobs.unstart()
+            try:  # at once: the running jobs may take the whole grace period
+                self.released += self.jobs.give_back_unstarted()
+            except Error:
+                logger.warning("could not give back unstarted jobs yet worker=%s", self.owner)
         if reason != "drained":
             logger.info("worker stopping mode=%s reason=%s worker=%s", mode, reason, self.owner)
 
@@ -342,7 +413,8 @@ class Worker:
         try:
             self.jobs.collect()
             self._record()
-            self.released, self.interrupted = self.jobs.give_back_all(self._stop_cause())
+            released, self.interrupted = self.jobs.give_back_all(self._stop_cause())
+            self.released += released
             heartbeat.beat(self.owner, self.using, self.metrics)
             heartbeat.mark_stopped(self.owner, self.using)
             if self.metrics.exporter is not None:

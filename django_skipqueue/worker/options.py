@@ -37,6 +37,10 @@ class WorkerOptions:
     poll_max: float = field(default_factory=lambda: get_settings().IDLE_POLL_SECONDS)
     #: Listen for wake-up datagrams (on SKIPQUEUE_WAKEUP_HOST).
     wakeup: bool = True
+    #: Jobs claimed beyond the free threads (default SKIPQUEUE_PREFETCH); None: adaptive.
+    prefetch: int | None = field(default_factory=lambda: get_settings().PREFETCH)
+    #: Longest wait of a job claimed ahead before it is given back (SKIPQUEUE_PREFETCH_MAX_WAIT).
+    prefetch_max_wait: float = field(default_factory=lambda: get_settings().PREFETCH_MAX_WAIT)
 
     def describe(self) -> str:
         """Return the options as the ``key=value`` pairs of the start-up banner."""
@@ -52,5 +56,6 @@ class WorkerOptions:
             "lease": self.lease,
             "poll_max": self.poll_max,
             "wakeup": self.wakeup,
+            "prefetch": "auto" if self.prefetch is None else self.prefetch,
         }
         return " ".join(f"{key}={value}" for key, value in pairs.items())

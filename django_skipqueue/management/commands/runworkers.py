@@ -24,6 +24,7 @@ from django_skipqueue.management.arguments import (
     non_negative_float,
     positive_float,
     positive_int,
+    prefetch_count,
     queue_list,
 )
 from django_skipqueue.worker.options import WorkerOptions
@@ -101,6 +102,14 @@ class Command(BaseCommand):
             default=None,
             help="Longest idle pause per queue between claims, in seconds "
             "(default: SKIPQUEUE_IDLE_POLL_SECONDS).",
+        )
+        add(
+            "--prefetch",
+            type=prefetch_count,
+            default=None,
+            metavar="N",
+            help="Jobs each process claims beyond its free threads, or auto "
+            "(default: SKIPQUEUE_PREFETCH, auto unless set; 0 turns it off).",
         )
         add(
             "--no-wakeup",
@@ -203,6 +212,7 @@ class Command(BaseCommand):
             lease=options["lease"],
             poll_max=options["poll_max"] or get_settings().IDLE_POLL_SECONDS,
             wakeup=not options["no_wakeup"],
+            prefetch=_prefetch(options["prefetch"]),
         )
 
     def _check_queues(self, queues: list[str], backend: SkipQueueBackend, alias: str) -> None:
@@ -243,6 +253,13 @@ class Command(BaseCommand):
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(LOG_LEVELS.get(verbosity, logging.INFO))
+
+
+def _prefetch(option: int | str | None) -> int | None:
+    """``--prefetch``: a number, ``auto`` (None: adaptive), or not given (the setting)."""
+    if option is None:
+        return get_settings().PREFETCH
+    return None if option == "auto" else int(option)
 
 
 def _port_free(host: str, port: int) -> None:
