@@ -89,7 +89,15 @@ def run(args: argparse.Namespace) -> int:
 
 def write_report(quick: bool) -> None:
     results = {}
-    for name in [*SCENARIOS, "environment", "admin_render", "outbox", "metrics", "before_after"]:
+    for name in [
+        *SCENARIOS,
+        "environment",
+        "admin_render",
+        "outbox",
+        "metrics",
+        "before_after",
+        "throughput",
+    ]:
         path = output_dir(quick) / "raw" / f"{name}.json"
         if path.exists():
             results[name] = json.loads(path.read_text())

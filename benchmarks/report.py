@@ -41,6 +41,10 @@ def write(results: dict[str, Any], quick: bool) -> Path:
         from benchmarks.before_after import section as before_after_section
 
         parts.append(before_after_section(results["before_after"]))
+    if results.get("throughput") and not quick:
+        from benchmarks.throughput import section as throughput_section
+
+        parts.append(throughput_section(results["throughput"]))
     parts.append(ANALYSIS)
     path = page(quick)
     path.write_text("\n\n".join(part.strip() for part in parts if part) + "\n")

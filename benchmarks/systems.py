@@ -16,6 +16,8 @@ PEERS_VENV = ROOT / "benchmarks" / ".venv-peers"
 PEERS_PYTHON = str(PEERS_VENV / "bin" / "python")
 OUR_PYTHON = sys.executable
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
+#: The systems' database names start with this (``BENCH_DB_PREFIX``; ours: the prefix alone).
+DB_PREFIX = os.environ.get("BENCH_DB_PREFIX", "sq_bench")
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ SYSTEMS = {
         "django-skipqueue",
         OUR_PYTHON,
         "benchmarks.peers.ours",
-        "sq_bench",
+        DB_PREFIX,
         OUR_REMAINING,
         ("skipqueue_job", "skipqueue_worker"),
         threaded=True,
@@ -133,7 +135,7 @@ SYSTEMS = {
         "raw SQL (mysqlclient)",
         OUR_PYTHON,
         "benchmarks.peers.ours",
-        "sq_bench",
+        DB_PREFIX,
         OUR_REMAINING,
         ("skipqueue_job",),
         threaded=True,
@@ -144,7 +146,7 @@ SYSTEMS = {
         "django-tasks-db",
         PEERS_PYTHON,
         "benchmarks.peers.tasksdb",
-        "sq_bench_tasksdb",
+        f"{DB_PREFIX}_tasksdb",
         "SELECT COUNT(*) FROM django_tasks_database_dbtaskresult "
         "WHERE status IN ('READY', 'RUNNING')",
         ("django_tasks_database_dbtaskresult",),
@@ -154,7 +156,7 @@ SYSTEMS = {
         "django-ox",
         PEERS_PYTHON,
         "benchmarks.peers.ox",
-        "sq_bench_ox",
+        f"{DB_PREFIX}_ox",
         "SELECT COUNT(*) FROM django_ox_oxtask WHERE status IN ('READY', 'RUNNING')",
         ("django_ox_oxtask",),
         threaded=True,
@@ -165,7 +167,7 @@ SYSTEMS = {
         "django-q2 (ORM broker)",
         PEERS_PYTHON,
         "benchmarks.peers.q2",
-        "sq_bench_q2",
+        f"{DB_PREFIX}_q2",
         "SELECT COUNT(*) FROM django_q_ormq",
         ("django_q_ormq", "django_q_task"),
     ),

@@ -1,0 +1,366 @@
+"""Throughput for short jobs (issue 23): the drain and the enqueue against two raw references
+and Celery, interleaved in one invocation.
+
+``python -m benchmarks.throughput [--rounds 3] [--jobs 6000]`` drains no-op jobs with
+django-skipqueue (``runworkers``, prefetch adaptive and off), the raw SQL loop on
+django-skipqueue's own table (``raw_worker``), the same loop on a minimal table with one index
+besides the primary key (``raw_min_job``: the claim index), and Celery + Redis at the same
+concurrency (prefork ``-c P x T``), shape by shape, the systems' order reversed every other
+round. Then bulk enqueue (``enqueue_many`` against one multi-row INSERT per 1,000 rows into the
+minimal table) and single enqueues (``.enqueue()`` against Celery's ``.delay()``).
+
+Databases: ``BENCH_DB_PREFIX`` (default ``sq_bench``) for django-skipqueue and the raw loop,
+``PREFIX_min`` for the minimal table. Writes ``docs/benchmarks/raw/throughput.json`` (``--out``
+elsewhere) and prints the medians and ratios; ``python -m benchmarks report`` puts the section
+on the page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+
+from benchmarks.backlog import Backlog, connect
+from benchmarks.harness import DOCS_DIR, WORK_DIR, agent
+from benchmarks.machine import machine
+from benchmarks.procs import Fleet, server_cpu_seconds
+from benchmarks.scenarios.drain import _watch
+from benchmarks.systems import DB_PREFIX, OUR_PYTHON, SYSTEMS, System
+
+MIN_TABLE = "raw_min_job"
+MIN_DDL = f"""CREATE TABLE IF NOT EXISTS {MIN_TABLE} (
+  id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  queue_name VARCHAR(32) NOT NULL,
+  status VARCHAR(16) NOT NULL,
+  priority_rank INT NOT NULL DEFAULT 0,
+  task_path VARCHAR(200) NOT NULL,
+  args JSON NOT NULL,
+  kwargs JSON NOT NULL,
+  owner VARCHAR(128) NULL,
+  lease_until DATETIME(6) NULL,
+  attempts INT NOT NULL DEFAULT 0,
+  started_at DATETIME(6) NULL,
+  last_attempted_at DATETIME(6) NULL,
+  finished_at DATETIME(6) NULL,
+  worker_ids JSON NULL,
+  KEY {MIN_TABLE}_claim (status, queue_name, priority_rank, id)
+)"""
+MIN_ROW = "('default', 'ready', 0, 'benchmarks.tasks.noop', '[]', '{}')"
+MIN_INSERT = (
+    f"INSERT INTO {MIN_TABLE} (queue_name, status, priority_rank, task_path, args, kwargs) VALUES "
+)
+
+OURS = SYSTEMS["ours"]
+RAW = SYSTEMS["raw"]
+RAW_MIN = replace(
+    SYSTEMS["raw"],
+    name="raw_min",
+    label="raw SQL, minimal table",
+    database=f"{DB_PREFIX}_min",
+    remaining_sql=f"SELECT COUNT(*) FROM {MIN_TABLE} WHERE status IN ('ready', 'claimed')",
+    tables=(MIN_TABLE,),
+)
+CELERY = SYSTEMS["celery"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Processes x threads; the claim batch of the raw loops; django-skipqueue's prefetch."""
+
+    processes: int
+    threads: int
+    prefetch: str = "auto"
+    batch: int | None = None
+
+    @property
+    def label(self) -> str:
+        extra = "" if self.prefetch == "auto" else f" prefetch {self.prefetch}"
+        return f"{self.processes}x{self.threads}{extra}"
+
+    @property
+    def raw_batch(self) -> int:
+        return self.batch or self.threads
+
+
+SHAPES = (
+    Shape(1, 1),
+    Shape(1, 1, "0"),
+    Shape(4, 1),
+    Shape(4, 1, "0"),
+    Shape(4, 4),
+    Shape(4, 1, "50", batch=50),
+)
+
+
+def commands(system: System, shape: Shape) -> list[list[str]]:
+    if system.name == "ours":
+        return [
+            system.django(
+                "runworkers",
+                "--processes", str(shape.processes),
+                "--threads", str(shape.threads),
+                "--prefetch", shape.prefetch,
+            )
+        ]  # fmt: skip
+    if system.name.startswith("raw"):
+        cmd = [OUR_PYTHON, "-m", "benchmarks.raw_worker", "--forever"]
+        return [[*cmd, "--batch", str(shape.raw_batch)]] * shape.processes
+    # Celery: prefork with the same concurrency, as in the issue's table.
+    return CELERY.worker_commands(shape.processes * shape.threads, 1)
+
+
+def env(system: System, shape: Shape) -> dict[str, str]:
+    extra = {"BENCH_WORKERS": str(shape.processes)}
+    if system.name == "raw_min":
+        extra["BENCH_RAW_TABLE"] = MIN_TABLE
+    return system.env(**extra)
+
+
+def systems_for(shape: Shape) -> list[System]:
+    """Prefetch-off rows: ours alone (against the row above); batch rows: the minimal loop."""
+    if shape.batch:
+        return [OURS, RAW_MIN]
+    return [OURS] if shape.prefetch == "0" else [OURS, RAW, RAW_MIN, CELERY]
+
+
+def fill_min(count: int) -> float:
+    """Multi-row INSERTs of 1,000 rows into the minimal table; return the seconds taken."""
+    db = connect(RAW_MIN.database)
+    cursor = db.cursor()
+    began = time.perf_counter()
+    for start in range(0, count, 1000):
+        cursor.execute(MIN_INSERT + ",".join([MIN_ROW] * min(1000, count - start)))
+    return time.perf_counter() - began
+
+
+def setup_min() -> None:
+    server = connect()
+    server.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{RAW_MIN.database}`")
+    connect(RAW_MIN.database).cursor().execute(MIN_DDL)
+
+
+def fill(system: System, count: int) -> Backlog:
+    backlog = Backlog(system)
+    backlog.empty()
+    if system.name == "raw_min":
+        fill_min(count)
+    elif system.name == "celery":
+        agent(system, "enqueue", "single", str(count))
+    else:
+        agent(system, "enqueue", "bulk", str(count))
+    backlog.snapshot()
+    return backlog
+
+
+def drain(system: System, backlog: Backlog, shape: Shape, count: int, cap: float) -> dict:
+    backlog.restore()
+    name = "redis-server" if system.name == "celery" else "mariadbd"
+    log = WORK_DIR / "logs" / f"throughput-{system.name}-{shape.label.replace(' ', '_')}.log"
+    fleet = Fleet.start(commands(system, shape), env(system, shape), log)
+    try:
+        return _watch(backlog, fleet, partial(server_cpu_seconds, name, None), count, cap)
+    finally:
+        fleet.stop()
+
+
+def enqueues(count: int, singles: int) -> dict[str, float]:
+    """Jobs per second of bulk and single enqueues (each system's own way)."""
+    Backlog(OURS).empty()
+    ours_bulk = agent(OURS, "enqueue", "bulk", str(count))["seconds"]
+    Backlog(RAW_MIN).empty()
+    min_bulk = fill_min(count)
+    Backlog(OURS).empty()
+    ours_single = agent(OURS, "enqueue", "single", str(singles))["seconds"]
+    Backlog(CELERY).empty()
+    celery_single = agent(CELERY, "enqueue", "single", str(singles))["seconds"]
+    return {
+        "ours_bulk": count / ours_bulk,
+        "raw_min_bulk": count / min_bulk,
+        "ours_single": singles / ours_single,
+        "celery_single": singles / celery_single,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=6000)
+    parser.add_argument("--cap", type=float, default=8.0)
+    parser.add_argument("--enqueue-jobs", type=int, default=20_000)
+    parser.add_argument("--singles", type=int, default=1000)
+    default_out = DOCS_DIR / "benchmarks" / "raw" / "throughput.json"
+    parser.add_argument("--out", type=Path, default=default_out)
+    args = parser.parse_args()
+    started = {"at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "loadavg": os.getloadavg()}
+    agent(OURS, "setup")
+    setup_min()
+    backlogs = {system.name: fill(system, args.jobs) for system in (OURS, RAW, RAW_MIN, CELERY)}
+    runs: dict[str, dict[str, list[dict]]] = {}
+    plan = [(shape, system) for shape in SHAPES for system in systems_for(shape)]
+    for rnd in range(args.rounds):
+        order = plan if rnd % 2 == 0 else list(reversed(plan))
+        for shape, system in order:
+            result = drain(system, backlogs[system.name], shape, args.jobs, args.cap)
+            result["loadavg"] = os.getloadavg()[0]
+            runs.setdefault(shape.label, {}).setdefault(system.name, []).append(result)
+            rate = result.get("jobs_per_s") or 0
+            cpu = result.get("cpu_ms_per_job") or 0
+            print(f"{time.strftime('%H:%M:%S')} round {rnd + 1} {shape.label} {system.name}: "
+                  f"{rate:.0f} jobs/s, {cpu:.3f} ms CPU/job", flush=True)  # fmt: skip
+    enqueue_runs = [enqueues(args.enqueue_jobs, args.singles) for _ in range(args.rounds)]
+    result = {
+        "started": started,
+        "ended": {"at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "loadavg": os.getloadavg()},
+        "machine": machine(),
+        "settings": {k: str(v) for k, v in vars(args).items()},
+        "shapes": {s.label: {"raw_batch": s.raw_batch, "prefetch": s.prefetch} for s in SHAPES},
+        "medians": _medians(runs),
+        "enqueue": {k: statistics.median(r[k] for r in enqueue_runs) for k in enqueue_runs[0]},
+        "runs": runs,
+        "enqueue_runs": enqueue_runs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(json.dumps({"medians": result["medians"], "enqueue": result["enqueue"]}, indent=1))
+
+
+def _medians(runs: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, dict[str, float]]]:
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for shape, by_system in runs.items():
+        for name, results in by_system.items():
+            row = {}
+            for key in ("jobs_per_s", "cpu_ms_per_job", "server_cpu_ms_per_job"):
+                values = [r[key] for r in results if r.get(key) is not None]
+                if values:
+                    row[key] = statistics.median(values)
+            table.setdefault(shape, {})[name] = row
+    return table
+
+
+if __name__ == "__main__":
+    main()
+
+
+def section(result: dict) -> str:
+    """The section of docs/benchmarks.md for the last run (raw/throughput.json)."""
+    from benchmarks.report import table
+
+    med = result["medians"]
+
+    def rate(shape: str, name: str) -> float | None:
+        return med.get(shape, {}).get(name, {}).get("jobs_per_s")
+
+    def cpu(shape: str, name: str) -> float | None:
+        return med.get(shape, {}).get(name, {}).get("cpu_ms_per_job")
+
+    def fig(value: float | None, digits: int = 0) -> str:
+        return "–" if value is None else f"{value:,.{digits}f}"
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return "–" if not a or not b else f"{a / b:.2f}×"
+
+    rows = []
+    for shape in ("1x1", "4x1", "4x4"):
+        base = rate(shape, "ours")
+        off = rate(f"{shape} prefetch 0", "ours")
+        rows.append(
+            [
+                shape,
+                fig(base),
+                fig(off),
+                fig(rate(shape, "raw")),
+                fig(rate(shape, "raw_min")),
+                fig(rate(shape, "celery")),
+                ratio(base, rate(shape, "raw_min")),
+                ratio(off, rate(shape, "raw_min")),
+                ratio(base, rate(shape, "celery")),
+                f"{fig(cpu(shape, 'ours'), 3)} / {fig(cpu(shape, 'raw_min'), 3)}",
+            ]
+        )
+    header = [
+        "P × T",
+        "ours (prefetch auto)",
+        "ours (prefetch 0)",
+        "raw, our table",
+        "raw, minimal table",
+        "Celery -c P×T",
+        "auto ÷ minimal",
+        "prefetch 0 ÷ minimal",
+        "auto ÷ Celery",
+        "CPU ms/job ours / minimal",
+    ]
+    pf = "4x1 prefetch 50"
+    ahead = table(
+        [
+            "shape",
+            "ours jobs/s",
+            "raw minimal, batch 50, jobs/s",
+            "ratio",
+            "CPU ms/job ours / minimal",
+        ],
+        [
+            [
+                "4 × 1, `--prefetch 50`",
+                fig(rate(pf, "ours")),
+                fig(rate(pf, "raw_min")),
+                ratio(rate(pf, "ours"), rate(pf, "raw_min")),
+                f"{fig(cpu(pf, 'ours'), 3)} / {fig(cpu(pf, 'raw_min'), 3)}",
+            ]
+        ],
+    )
+    enq = result["enqueue"]
+    enqueue = table(
+        ["enqueue", "ours jobs/s", "reference jobs/s", "ratio"],
+        [
+            [
+                "bulk (`enqueue_many` / multi-row INSERT, minimal table)",
+                fig(enq["ours_bulk"]),
+                fig(enq["raw_min_bulk"]),
+                ratio(enq["ours_bulk"], enq["raw_min_bulk"]),
+            ],
+            [
+                "single (`.enqueue()` / Celery `.delay()`)",
+                fig(enq["ours_single"]),
+                fig(enq["celery_single"]),
+                ratio(enq["ours_single"], enq["celery_single"]),
+            ],
+        ],
+    )
+    settings, m = result["settings"], result["machine"]
+    start, end = result["started"], result["ended"]
+    load = ", ".join(f"{x:.1f}" for x in start["loadavg"])
+    load_end = ", ".join(f"{x:.1f}" for x in end["loadavg"])
+    return f"""
+## Throughput for short jobs (issue 23)
+
+`python -m benchmarks.throughput --rounds {settings["rounds"]} --jobs {settings["jobs"]}`: no-op
+jobs drained by each system in turn, shape by shape, the order reversed every other round
+(medians of {settings["rounds"]} rounds; {int(settings["jobs"]):,} jobs a run, measured from the
+first finished job for at most {settings["cap"]} s). The raw loops claim
+T jobs per claim in each of P processes (`raw_worker --batch T`), on django-skipqueue's own
+table and on a minimal one (`raw_min_job`: the primary key and the claim index, nothing else),
+so the table's own cost shows. Celery + Redis runs prefork with `-c P×T`. "Prefetch 0" is
+`runworkers --prefetch 0`: a process claims only into free threads, as before claiming ahead.
+
+{table(header, rows)}
+
+Claiming ahead against the minimal loop at 50 jobs a claim with 4 processes:
+
+{ahead}
+
+{enqueue}
+
+Measured {start["at"]} to {end["at"]} on {m["cpu"]}, {m["cores"]} cores, {m["ram_gib"]} GiB,
+Python {m["python"]}, the shared MariaDB on 127.0.0.1 (`innodb_flush_log_at_trx_commit=1`:
+every commit waits for the disk). Load average at the start {load}, at the end {load_end}:
+other test runs shared the two cores throughout; the interleaving makes that load hit every
+system alike, not evenly within a round. Raw runs: `docs/benchmarks/raw/throughput.json`.
+
+{result.get("notes", "")}
+"""
