@@ -365,7 +365,9 @@ class Worker:
         memory = resident_megabytes() if limit_mb is not None else None
         if limit_mb is not None and memory is not None and memory > limit_mb:
             self._request_stop(GRACEFUL, f"memory {memory:.0f} MiB", RECYCLE_EXIT_CODE)
-        if self.options.max_jobs is not None and self.started_jobs >= self.options.max_jobs:
+        max_jobs = self.options.max_jobs
+        # Once the last of them has begun: jobs claimed ahead and not begun would go back.
+        if max_jobs is not None and self.started_jobs >= max_jobs and not self.jobs.ahead(0):
             self._request_stop(GRACEFUL, "max jobs", RECYCLE_EXIT_CODE)
 
     def _abandon(self, running: Running) -> None:
