@@ -180,8 +180,10 @@ class SkipQueueBackend(BaseTaskBackend):
             replace = getattr(calls[i][0], "unique_replace", ())
             answers[i] = insert_job(jobs[i], self.database, replace)
         if flows:
+            # In key order (each key's calls in call order): two bulk enqueues lock the keys'
+            # rows in the same order, so they never deadlock each other.
             with transaction.atomic(using=self.database):
-                for i, flow in flows.items():
+                for i, flow in sorted(flows.items(), key=lambda item: (item[1].key, item[0])):
                     replace = getattr(calls[i][0], "unique_replace", ())
                     answers[i] = admission.enqueue(jobs[i], flow, self.database, replace)
         created = [job for job, new in answers.values() if new]

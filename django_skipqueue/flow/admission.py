@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -20,7 +20,7 @@ from django_skipqueue import wakeup
 from django_skipqueue.db.clock import DatabaseNow, read_db_now
 from django_skipqueue.flow.options import Flow
 from django_skipqueue.models import FlowKey, Job, JobStatus
-from django_skipqueue.models.job import ADMITTED_PREFIX, WAITING_PREFIX
+from django_skipqueue.models.job import WAITING_PREFIX
 
 logger = logging.getLogger("django_skipqueue.flow")
 
@@ -28,6 +28,7 @@ logger = logging.getLogger("django_skipqueue.flow")
 ADMIT_BATCH = 500
 #: Keys the flow timer looks at per transaction.
 WAKE_BATCH = 100
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CONFIG = ("limit", "ordered", "on_failure", "rate", "period")
 
 
@@ -87,9 +88,8 @@ def admit(using: str, state: FlowKey, now: datetime | None = None) -> list[int]:
         now = now or read_db_now(using)
         start = window_start(now, state.period)
         if state.window_start != start:
-            # Jobs admitted earlier and not claimed yet will start in this window: they count.
-            state.window_start, state.window_count = start, admitted_unclaimed(using, state.key)
-            changed |= {"window_start", "window_count"}
+            turn_window(using, state, start)
+            changed |= {"window_start", "window_count", "window_jobs"}
         free = min(free, state.rate - state.window_count)
     ids: list[int] = []
     if free > 0:
@@ -108,7 +108,8 @@ def admit(using: str, state: FlowKey, now: datetime | None = None) -> list[int]:
                 changed.add("running")
             if state.rate is not None:
                 state.window_count += len(ids)
-                changed.add("window_count")
+                state.window_jobs = [*state.window_jobs, *ids]
+                changed |= {"window_count", "window_jobs"}
             wakeup.after_commit(using, {queue for _, queue in rows})
     wake_at = None
     spent = state.rate is not None and state.window_count >= state.rate
@@ -122,16 +123,33 @@ def admit(using: str, state: FlowKey, now: datetime | None = None) -> list[int]:
     return ids
 
 
-def admitted_unclaimed(using: str, key: str) -> int:
-    """The jobs of ``key`` admitted (ready) and not claimed yet, on the waiting index."""
-    return Job.objects.using(using).filter(waiting_key=ADMITTED_PREFIX + key).count()
+def turn_window(using: str, state: FlowKey, start: datetime) -> None:
+    """Begin the rate window that starts at ``start``, counting the starts it already holds.
+
+    A start is a claim, which this module never sees: the jobs admitted earlier count in the
+    new window if they are still waiting to be claimed (they will start in it) or were
+    claimed since it began (before this first admission of the window).
+    """
+    carried: list[int] = []
+    started = 0
+    if state.window_jobs:
+        rows = Job.objects.using(using).filter(pk__in=state.window_jobs)
+        for pk, status, attempted in rows.values_list("pk", "status", "last_attempted_at"):
+            if status == JobStatus.READY:
+                carried.append(pk)
+            elif attempted is not None and attempted >= start:
+                started += 1
+    state.window_start = start
+    state.window_count = len(carried) + started
+    state.window_jobs = carried
 
 
 def window_start(now: datetime, period: float) -> datetime:
     """The start of the fixed rate window that holds ``now`` (aligned to the epoch)."""
-    epoch = now.timestamp()
-    start = epoch - (epoch % period)
-    return now - timedelta(seconds=epoch - start)
+    # In whole microseconds: float seconds would put one instant in two windows.
+    elapsed = (now - EPOCH) // timedelta(microseconds=1)
+    length = max(1, round(period * 1_000_000))
+    return EPOCH + timedelta(microseconds=elapsed - elapsed % length)
 
 
 def release(using: str, key: str, *, failed: bool = False, job_id: int | None = None) -> None:

@@ -42,6 +42,12 @@ def flow_of(task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Flow 
     if not has_flow(task):
         return None
     ordered = bool(getattr(task, "ordered", False))
+    # Checked at enqueue only: the worker rebuilds a retried job's task with its run_after.
+    if ordered and task.run_after is not None:
+        raise InvalidTaskOption(
+            "An ordered task runs its key's jobs in enqueue order: a run_after would let a "
+            "later job pass or hold up the key; enqueue it when it is due instead."
+        )
     limit = getattr(task, "concurrency_limit", None)
     if ordered:
         limit = 1
@@ -139,11 +145,6 @@ def check_flow_options(task: Task) -> None:
     elif spec is not None and not callable(spec):
         raise InvalidTaskOption(
             f"concurrency_key must be a template string or a callable, not {spec!r}."
-        )
-    if ordered and task.run_after is not None:
-        raise InvalidTaskOption(
-            "An ordered task runs its key's jobs in enqueue order: a run_after would let a "
-            "later job pass or hold up the key; enqueue it when it is due instead."
         )
 
 

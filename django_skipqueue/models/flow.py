@@ -27,6 +27,10 @@ class FlowKey(models.Model):
     period = models.FloatField(null=True, blank=True)
     window_start = models.DateTimeField(null=True, blank=True)
     window_count = models.PositiveIntegerField(default=0)
+    #: The jobs admitted in the current window or carried into it (admitted earlier and not
+    #: claimed when it began): when the next window begins, those not claimed yet, and those
+    #: claimed since it began, count in it. At most ``rate`` ids per window, usually fewer.
+    window_jobs = models.JSONField(default=list)
     #: When the flow timer must look at the key again: its next rate window, while jobs wait.
     wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
 
