@@ -153,17 +153,21 @@ def _outbox_gauges(using: str) -> Iterator[Metric]:
 def _reservation_gauges() -> Iterator[Metric]:
     if not apps.is_installed("django_skipqueue.reservations"):
         return
-    from django_skipqueue.reservations.models import Unit
+    from django_skipqueue.reservations.models import HoldState, Reservation, Unit
 
     settings = get_settings()
-    units: Any = Unit.objects.using(settings.RESERVATION_DATABASE)
-    cap = settings.STATUS_COUNT_CAP
+    using, cap = settings.RESERVATION_DATABASE, settings.STATUS_COUNT_CAP
+    units: Any = Unit.objects.using(using)
     free = units.filter(reserved_by__isnull=True).values("unit_seq")[: cap + 1].count()
-    held = units.filter(reserved_by__isnull=False).values("unit_seq")[: cap + 1].count()
+    # A live hold marks exactly its quantity of units, in the same transaction: its rows are
+    # read on the sweep's index (state, expires_at). Units have no index on reserved_by, and
+    # counting the held ones would read every unit when few are held.
+    holds = Reservation.objects.using(using).filter(state=HoldState.HELD)
+    held = sum(holds.order_by().values_list("quantity", flat=True)[: cap + 1])
     yield _gauge(
         "skipqueue_reservation_units",
-        "Units in every reservation pool, free or held (counted up to "
-        "SKIPQUEUE_STATUS_COUNT_CAP + 1).",
+        "Units in every reservation pool: free (counted up to SKIPQUEUE_STATUS_COUNT_CAP + 1), "
+        "or held (by up to SKIPQUEUE_STATUS_COUNT_CAP + 1 live holds).",
         [(("free",), free), (("held",), held)],
         ["state"],
     )
