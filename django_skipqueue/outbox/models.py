@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.db import models
 
 from ..db.clock import DatabaseNow
@@ -12,6 +15,13 @@ class MessageStatus(models.TextChoices):
     # Refused by the broker, waiting for available_at; later messages of its key wait too.
     RETRY = "retry", "Retry"
     DEAD = "dead", "Dead letter"
+
+
+class CompactJSONEncoder(json.JSONEncoder):
+    """JSON without spaces: the payload is stored as the text the relay sends as the body."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{**kwargs, "separators": (",", ":")})
 
 
 class OutboxMessage(models.Model):
@@ -27,7 +37,7 @@ class OutboxMessage(models.Model):
     topic = models.CharField(max_length=255)
     key = models.CharField(max_length=255, blank=True, default="")
     message_id = models.CharField(max_length=255, unique=True)
-    payload = models.JSONField()
+    payload = models.JSONField(encoder=CompactJSONEncoder)
     headers = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(db_default=DatabaseNow())
     # Relay bookkeeping: the claim that last published the row, its attempts, the last error.

@@ -3,19 +3,16 @@ then delete what the broker confirmed, fenced on this round's claim."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from django.db import transaction
-
 from ..conf import get_settings
 from ..db.statements import retry_whole_transaction, short_transaction
 from ..exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
 from . import partitions
-from .models import OutboxMessage
+from .partitions import Row
 from .settle import Outcomes, mark_claimed, settle
 from .tracing import traced
 from .transports import Outgoing, Result, Transport, Unanswered
@@ -88,7 +85,7 @@ class Relay:
             started = time.monotonic()
             outcomes, resent, broken = self._publish(messages, deadline)
             elapsed = time.monotonic() - started
-            with transaction.atomic(using=self.using):
+            with short_transaction(self.using):
                 counts = settle(
                     self.using,
                     token,
@@ -109,10 +106,10 @@ class Relay:
             raise broken
         return Round(*counts, resent, elapsed / max(len(outcomes.sent), 1))
 
-    def _claim(self, candidates: list[int], token: str) -> tuple[list[int], list[OutboxMessage]]:
+    def _claim(self, candidates: list[int], token: str) -> tuple[list[int], list[Row]]:
         """Lease partitions, read their sendable messages and stamp them, in one transaction."""
         settings = get_settings()
-        messages: list[OutboxMessage] = []
+        messages: list[Row] = []
         with short_transaction(self.using):
             numbers = partitions.claim(
                 self.using,
@@ -133,7 +130,7 @@ class Relay:
         return numbers, sorted(messages, key=lambda m: m.pk)
 
     def _publish(
-        self, messages: list[OutboxMessage], deadline: float
+        self, messages: list[Row], deadline: float
     ) -> tuple[Outcomes, int, BrokerUnavailable | None]:
         """Publish in id order, in waves with their confirms in flight: a wave holds at most
         SKIPQUEUE_OUTBOX_IN_FLIGHT_PER_KEY messages of a key, and a message that fails stops
@@ -161,7 +158,7 @@ class Relay:
 
     def _record(
         self,
-        wave: list[OutboxMessage],
+        wave: list[Row],
         sending: list[Outgoing],
         answers: list[Result | None],
         stopped: set[str],
@@ -212,13 +209,13 @@ class Relay:
 
 
 def _wave(
-    pending: list[OutboxMessage], stopped: set[str], outcomes: Outcomes, per_key: int
-) -> tuple[list[OutboxMessage], list[OutboxMessage]]:
+    pending: list[Row], stopped: set[str], outcomes: Outcomes, per_key: int
+) -> tuple[list[Row], list[Row]]:
     """Split off the next wave: at most ``per_key`` messages of each key (keyless ones all
     go), at most PIPELINE in all; messages of a stopped key are left untried. Both parts stay
     in id order."""
-    wave: list[OutboxMessage] = []
-    rest: list[OutboxMessage] = []
+    wave: list[Row] = []
+    rest: list[Row] = []
     counts: dict[str, int] = {}
     for message in pending:
         key = message.key
@@ -232,7 +229,7 @@ def _wave(
     return wave, rest
 
 
-def outgoing(message: OutboxMessage, destinations: Mapping[str, str | None]) -> Outgoing:
+def outgoing(message: Row, destinations: Mapping[str, str | None]) -> Outgoing:
     """The wire form of ``message``: JSON body, its headers plus the relay's own."""
     headers = {
         **message.headers,
@@ -244,6 +241,6 @@ def outgoing(message: OutboxMessage, destinations: Mapping[str, str | None]) -> 
         # The claim that published it before ended without recording the broker's answer
         # (it died, or lost its connection or its lease): this may be a duplicate.
         headers["X-Skipqueue-Resent"] = f"unsettled claim {message.owner}"
-    body = json.dumps(message.payload, separators=(",", ":")).encode()
     destination = destinations.get(message.topic) or message.topic
-    return Outgoing(message.message_id, destination, message.key, body, headers)
+    # The payload's JSON as stored (compact, see models.CompactJSONEncoder): no re-encoding.
+    return Outgoing(message.message_id, destination, message.key, message.body.encode(), headers)

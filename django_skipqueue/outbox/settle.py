@@ -14,6 +14,7 @@ from django.db.models import F, Subquery
 
 from ..db.clock import DatabaseNow, DatabaseNowPlus
 from .models import MessageStatus, OutboxMessage, OutboxPartition
+from .partitions import Row
 
 
 @dataclass(slots=True)
@@ -21,10 +22,10 @@ class Outcomes:
     """The fate of each message of a round, filled in while publishing."""
 
     sent: list[int] = field(default_factory=list)
-    retry: list[tuple[OutboxMessage, str]] = field(default_factory=list)
-    dead: list[tuple[OutboxMessage, str]] = field(default_factory=list)
+    retry: list[tuple[Row, str]] = field(default_factory=list)
+    dead: list[tuple[Row, str]] = field(default_factory=list)
     #: Published but unconfirmed when the connection broke: may have reached the broker.
-    unknown: list[tuple[OutboxMessage, str]] = field(default_factory=list)
+    unknown: list[tuple[Row, str]] = field(default_factory=list)
     untried: list[int] = field(default_factory=list)
     #: Confirmed after an earlier message of its key was refused (more than one in flight).
     overtaken: int = 0
@@ -77,7 +78,7 @@ def settle(
     return sent, retried, dead
 
 
-def _dead(using: str, token: str, message: OutboxMessage, error: str) -> int:
+def _dead(using: str, token: str, message: Row, error: str) -> int:
     return (
         OutboxMessage.objects.using(using)
         .filter(pk=message.pk, owner=token)

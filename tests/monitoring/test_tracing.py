@@ -15,7 +15,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.models import Job
-from django_skipqueue.outbox import publish
+from django_skipqueue.outbox import partitions, publish
 from django_skipqueue.outbox.models import OutboxMessage
 from django_skipqueue.outbox.relay import outgoing
 from django_skipqueue.worker import claimer
@@ -100,7 +100,8 @@ def test_bulk_enqueue_and_outbox_messages_carry_the_context():
     message = OutboxMessage.objects.get()
     assert trace_id in message.headers["traceparent"] and message.headers["x-mine"] == "1"
     # What the relay hands the broker: the message's headers go out with it.
-    wire = outgoing(message, get_settings().OUTBOX_TOPICS)
+    [read] = partitions.sendable("default", message.partition, 10).messages
+    wire = outgoing(read, get_settings().OUTBOX_TOPICS)
     assert wire.headers["traceparent"] == message.headers["traceparent"]
 
 
