@@ -77,6 +77,10 @@ class RelayProcess:
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            try:
+                self._relay.give_back()
+            except DatabaseError:
+                logger.warning("could not give back the next claim", exc_info=True)
             self._transport.close()
             self._unregister()
             self._waker.close()

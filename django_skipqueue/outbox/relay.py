@@ -8,6 +8,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from django.db import DatabaseError
+
 from ..conf import get_settings
 from ..db.statements import retry_whole_transaction, short_transaction
 from ..exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
@@ -44,6 +46,17 @@ class Round:
         return bool(self.sent or self.retried or self.dead)
 
 
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What one claim transaction took: its token, leased partitions and stamped messages."""
+
+    token: str
+    numbers: list[int]
+    messages: list[Row]
+    #: Monotonic time after which the round publishes nothing more (a share of the lease).
+    deadline: float
+
+
 class Relay:
     """Move messages from the outbox to the broker, round by round."""
 
@@ -53,6 +66,8 @@ class Relay:
         self.transport = traced(transport)
         self.name = name
         self._rounds = 0
+        #: The next round's claim, taken while the broker confirmed this round's last wave.
+        self._next: Claim | None = None
 
     def run_round(self, hint: frozenset[int] | None = None) -> Round:
         """Run one round; raise BrokerUnavailable after settling if the connection broke.
@@ -62,33 +77,32 @@ class Relay:
 
         Two commits a round: the claim (lease the partitions, read and stamp their messages)
         and the settlement (confirmed rows deleted, the others recorded, the leases given back).
-        Publishing happens between them, in no transaction.
+        Publishing happens between them, in no transaction. The next round's claim is taken
+        while the broker confirms this round's last wave (other partitions: this round's are
+        still leased), so one relay's database work overlaps the broker's.
         """
         settings = get_settings()
-        if hint:
-            candidates = sorted(hint)
-        else:
-            candidates, held = partitions.free_with_work(self.using)
-            if not candidates:
-                return Round(blocked=held > 0)
-        # Measured before the claim: the lease runs from a moment no later than this one.
-        deadline = time.monotonic() + settings.OUTBOX_LEASE_SECONDS * LEASE_SHARE
-        self._rounds += 1
-        token = f"{self.name}#{self._rounds}"
-        numbers, messages = retry_whole_transaction(
-            self.using, lambda: self._claim(candidates, token)
-        )
+        claim, self._next = self._next, None
+        if claim is None:
+            if hint:
+                candidates = sorted(hint)
+            else:
+                candidates, held = partitions.free_with_work(self.using)
+                if not candidates:
+                    return Round(blocked=held > 0)
+            claim = self._take(candidates)
+        numbers, messages = claim.numbers, claim.messages
         settled = False
         try:
             if not messages:
                 return Round(blocked=not numbers)
             started = time.monotonic()
-            outcomes, resent, broken = self._publish(messages, deadline)
-            elapsed = time.monotonic() - started
+            outcomes, resent, broken, overlapped = self._publish(messages, claim.deadline)
+            elapsed = time.monotonic() - started - overlapped
             with short_transaction(self.using):
                 counts = settle(
                     self.using,
-                    token,
+                    claim.token,
                     outcomes,
                     backoff=settings.OUTBOX_RETRY_BACKOFF,
                     cap=settings.OUTBOX_RETRY_BACKOFF_MAX,
@@ -105,6 +119,43 @@ class Relay:
         if broken is not None:
             raise broken
         return Round(*counts, resent, elapsed / max(len(outcomes.sent), 1))
+
+    def give_back(self) -> None:
+        """Return a claim taken for a round that will not run (the relay stops): its messages
+        unstamped (no attempt spent, no trace of a duplicate), its partitions released."""
+        claim, self._next = self._next, None
+        if claim is None:
+            return
+        with short_transaction(self.using):
+            untried = Outcomes(untried=[m.pk for m in claim.messages])
+            settle(self.using, claim.token, untried, backoff=0, cap=0, max_attempts=1)
+            partitions.release(self.using, self.name, claim.numbers)
+
+    def _take(self, candidates: list[int]) -> Claim:
+        # Measured before the claim: the lease runs from a moment no later than this one.
+        deadline = time.monotonic() + get_settings().OUTBOX_LEASE_SECONDS * LEASE_SHARE
+        self._rounds += 1
+        token = f"{self.name}#{self._rounds}"
+        numbers, messages = retry_whole_transaction(
+            self.using, lambda: self._claim(candidates, token)
+        )
+        return Claim(token, numbers, messages, deadline)
+
+    def _prefetch(self) -> None:
+        """Claim the next round's partitions while the broker confirms the last wave.
+
+        Never raises: a database error leaves the next round to claim as usual.
+        """
+        try:
+            candidates, _ = partitions.free_with_work(self.using)
+            if candidates:
+                claim = self._take(candidates)
+                if claim.messages:
+                    self._next = claim
+                elif claim.numbers:
+                    partitions.release(self.using, self.name, claim.numbers)
+        except DatabaseError as error:
+            logger.warning("next claim failed while confirms were awaited error=%s", error)
 
     def _claim(self, candidates: list[int], token: str) -> tuple[list[int], list[Row]]:
         """Lease partitions, read their sendable messages and stamp them, in one transaction."""
@@ -131,10 +182,14 @@ class Relay:
 
     def _publish(
         self, messages: list[Row], deadline: float
-    ) -> tuple[Outcomes, int, BrokerUnavailable | None]:
+    ) -> tuple[Outcomes, int, BrokerUnavailable | None, float]:
         """Publish in id order, in waves with their confirms in flight: a wave holds at most
         SKIPQUEUE_OUTBOX_IN_FLIGHT_PER_KEY messages of a key, and a message that fails stops
-        its key: no later message of the key goes out in this round."""
+        its key: no later message of the key goes out in this round.
+
+        The last wave's confirm wait takes the next round's claim; the seconds it took are
+        returned last (they are not the broker's).
+        """
         outcomes = Outcomes()
         stopped: set[str] = set()
         resent = 0
@@ -142,6 +197,13 @@ class Relay:
         for message in messages:
             message.attempts += 1
         pending = messages
+        overlapped = [0.0]
+
+        def prefetch() -> None:
+            began = time.monotonic()
+            self._prefetch()
+            overlapped[0] = time.monotonic() - began
+
         while pending:
             if time.monotonic() > deadline:
                 outcomes.untried += [m.pk for m in pending]
@@ -149,12 +211,15 @@ class Relay:
             wave, pending = _wave(pending, stopped, outcomes, settings.OUTBOX_IN_FLIGHT_PER_KEY)
             resent += sum(message.owner is not None for message in wave)
             sending = [outgoing(m, settings.OUTBOX_TOPICS) for m in wave]
-            answers = self.transport.send_many(sending)
+            if pending or self._next is not None:
+                answers = self.transport.send_many(sending)
+            else:
+                answers = self.transport.send_many(sending, while_waiting=prefetch)
             broken = self._record(wave, sending, answers, stopped, outcomes)
             if broken is not None or len(answers) < len(wave):
                 outcomes.untried += [m.pk for m in pending]
-                return outcomes, resent, broken or BrokerUnavailable("connection lost")
-        return outcomes, resent, None
+                return outcomes, resent, broken or BrokerUnavailable("connection lost"), 0.0
+        return outcomes, resent, None, overlapped[0]
 
     def _record(
         self,

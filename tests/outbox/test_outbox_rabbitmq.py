@@ -123,8 +123,8 @@ class CrashAfterConfirms:
         self.inner.connect()
         self.count = count
 
-    def send_many(self, messages):
-        answers = self.inner.send_many(messages[: self.count])
+    def send_many(self, messages, while_waiting=None):
+        answers = self.inner.send_many(messages[: self.count], while_waiting)
         assert answers == [None] * len(answers), "the broker confirmed them all"
         self.count -= len(answers)
         if self.count == 0:

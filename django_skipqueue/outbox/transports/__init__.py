@@ -15,7 +15,7 @@ its ``exceptions``: a transport only talks to its broker.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -56,11 +56,15 @@ class Transport(Protocol):
     def send(self, message: Outgoing) -> None:
         """Publish ``message`` and wait for the broker's confirm."""
 
-    def send_many(self, messages: Sequence[Outgoing]) -> list[Result | None]:
+    def send_many(
+        self, messages: Sequence[Outgoing], while_waiting: Callable[[], object] | None = None
+    ) -> list[Result | None]:
         """Publish ``messages`` in order, then wait for all their confirms: one answer each.
 
         ``BrokerUnavailable`` answers a message whose fate the lost connection hides. Fewer
         answers than messages: the connection broke and the rest were never sent.
+        ``while_waiting``: called once, after the messages are on the wire and before the
+        wait for their confirms (the relay claims its next round then); it does not raise.
         """
 
     def keepalive(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import nats
@@ -58,13 +58,18 @@ class NatsTransport:
         if result is not None:
             raise result
 
-    def send_many(self, messages: Sequence[Outgoing]) -> list[Result | None]:
+    def send_many(
+        self, messages: Sequence[Outgoing], while_waiting: Callable[[], object] | None = None
+    ) -> list[Result | None]:
         """Publish ``messages`` in order, each with its reply subject, then await their acks
         together: JetStream stores a connection's messages in the order they arrive."""
         if self._client is None or not self._client.is_connected:
             return [BrokerUnavailable("NATS connection is closed")]
         try:
-            answers: list[Result | None] = self._run(self._send_all(messages))
+            sent = self._run(self._send_all(messages, flush=while_waiting is not None))
+            if while_waiting is not None:
+                while_waiting()  # outside the event loop: it may use the database
+            answers: list[Result | None] = self._run(self._answers(sent))
         except BrokerUnavailable as error:
             self.close()
             return [error]
@@ -72,21 +77,42 @@ class NatsTransport:
             self.close()
         return answers
 
-    async def _send_all(self, messages: Sequence[Outgoing]) -> list[Result | None]:
+    async def _send_all(
+        self, messages: Sequence[Outgoing], *, flush: bool
+    ) -> list[Result | asyncio.Future[Any] | None]:
+        """Hand the messages to the client; with ``flush``, also onto the wire."""
         answers: list[Result | asyncio.Future[Any] | None] = []
+        known = set(self._futures())
         for message in messages:
             try:
-                answers.append(await self._publish(message))
+                answers.append(await self._publish(message, known))
             except BrokerUnavailable as error:
                 answers.append(error)
                 break  # the rest are never sent
+        for _ in range(100 if flush else 0):  # the client's flusher writes (no round trip)
+            if not self._client or not self._client.is_connected:
+                break
+            if not self._client.pending_data_size:
+                break
+            await asyncio.sleep(0)
+        return answers
+
+    async def _answers(
+        self, answers: list[Result | asyncio.Future[Any] | None]
+    ) -> list[Result | None]:
+        """Await the acks together; one answer per message."""
         futures = [a for a in answers if isinstance(a, asyncio.Future)]
         if futures:
             await asyncio.wait(futures, timeout=ACK_TIMEOUT)
         return [self._answer(a) if isinstance(a, asyncio.Future) else a for a in answers]
 
-    async def _publish(self, message: Outgoing) -> asyncio.Future[Any] | Result:
-        """Hand ``message`` to the connection; return the future of its ack, or its refusal."""
+    async def _publish(
+        self, message: Outgoing, known: set[asyncio.Future[Any]]
+    ) -> asyncio.Future[Any] | Result:
+        """Hand ``message`` to the connection; return the future of its ack, or its refusal.
+
+        ``known``: the acks awaited already, to which this message's is added.
+        """
         subject = f"{message.destination}.{message.key}" if message.key else message.destination
         if len(message.body) > self._client.max_payload:
             return MessageRejected(
@@ -94,18 +120,18 @@ class NatsTransport:
                 f"{self._client.max_payload} bytes)"
             )
         headers = {**message.headers, "Nats-Msg-Id": message.message_id}
-        waiting = set(self._futures())
         try:
             future: asyncio.Future[Any] = await self._js.publish_async(
                 subject, message.body, headers=headers, wait_stall=ACK_TIMEOUT
             )
         except Exception as error:
             # Refused before it left: its future will never be answered.
-            for orphan in set(self._futures()) - waiting:
+            for orphan in set(self._futures()) - known:
                 orphan.cancel()
             if self._client is not None and self._client.is_connected:
                 return MessageNotConfirmed(f"NATS refused {subject!r}: {error!r}")
             raise BrokerUnavailable(f"NATS connection lost: {error!r}") from error
+        known.add(future)
         return future
 
     def _futures(self) -> list[asyncio.Future[Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pika
@@ -72,7 +72,9 @@ class RabbitMQTransport:
         if result is not None:
             raise result
 
-    def send_many(self, messages: Sequence[Outgoing]) -> list[Result | None]:
+    def send_many(
+        self, messages: Sequence[Outgoing], while_waiting: Callable[[], object] | None = None
+    ) -> list[Result | None]:
         """Publish ``messages`` in order with their confirms in flight; return each one's answer.
 
         ``None`` is a confirm. When the broker closes the channel, the messages it had not
@@ -97,6 +99,11 @@ class RabbitMQTransport:
                 self._waiting[self._tag] = None
                 self._open += 1
                 self._ids.setdefault(message.message_id, []).append(self._tag)
+            if while_waiting is not None:
+                # pika writes on its next I/O turn: put the batch on the wire first.
+                assert self._connection is not None
+                self._connection.process_data_events(0)
+                while_waiting()
             self._wait(len(tags))
         except (pika.exceptions.AMQPError, BrokerUnavailable) as error:
             self.close()
