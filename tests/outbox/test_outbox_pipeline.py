@@ -48,7 +48,13 @@ def write(keys: list[str], per_key: int) -> None:
 
 
 def claim_reads(queries: CaptureQueriesContext) -> int:
-    return sum("SKIP LOCKED" in q["sql"] for q in queries.captured_queries)
+    """The leases taken: updates of the partitions table that set an owner (not NULL)."""
+    updates = [q["sql"].split(None, 2) for q in queries.captured_queries]
+    return sum(
+        words[0] == "UPDATE" and words[1].strip('`"') == "skipqueue_outbox_partition"
+        and "NULL" not in words[2]
+        for words in updates
+    )  # fmt: skip
 
 
 def test_the_next_claim_is_taken_during_the_last_confirms_and_sent_by_the_next_round(relay):
