@@ -11,7 +11,7 @@ error. Off, the relay talks to its transport directly and never calls into this 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -58,11 +58,13 @@ class TracedTransport:
         if result is not None:
             raise result
 
-    def send_many(self, messages: Sequence[Outgoing]) -> list[Result | None]:
+    def send_many(
+        self, messages: Sequence[Outgoing], while_waiting: Callable[[], object] | None = None
+    ) -> list[Result | None]:
         """Open a span per message, send them as one batch, close each with its answer."""
         spans = [self._start(message) for message in messages]
         try:
-            answers = self.inner.send_many([wire for _, wire in spans])
+            answers = self.inner.send_many([wire for _, wire in spans], while_waiting)
         except BaseException as error:
             for span, _ in spans:
                 _end(span, error)
