@@ -16,3 +16,9 @@ def noop() -> None:
 def probe(key: str) -> None:
     """Record this job's start time."""
     probe_function(key)
+
+
+@task(concurrency_key="k{key}", concurrency_limit=1)
+def keyed_noop(key: int) -> None:
+    """Do nothing, one key's jobs at most ``concurrency_limit`` at once (set per call)."""
+    noop_function()

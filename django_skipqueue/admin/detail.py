@@ -28,6 +28,10 @@ def summary(job: Job) -> SafeString:
         ("Priority", str(job.priority)),
         ("Idempotency key", job.idempotency_key or EMPTY),
     ]
+    if job.flow_key is not None:
+        from django_skipqueue.flow.status import reason
+
+        rows += [("Flow key", job.flow_key), ("Flow", reason(job))]
     return _table(None, rows)
 
 

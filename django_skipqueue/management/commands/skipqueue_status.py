@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from django_skipqueue.durations import format_seconds
+from django_skipqueue.flow.status import KeyLine, flow_status
 from django_skipqueue.management.arguments import add_backend, backend_named, int_between
 from django_skipqueue.monitoring.dbhealth import database_health
 from django_skipqueue.monitoring.stats import (
@@ -57,6 +58,7 @@ class Command(BaseCommand):
         report = queue_status(backend.database, backend.queue_names, window_minutes=window)
         outbox = outbox_status(backend.database)
         schedules = schedule_status(backend.database)
+        flows = flow_status(backend.database)
         server = database_health(backend.database)
         if options["json"]:
             data = report.as_dict()
@@ -65,6 +67,7 @@ class Command(BaseCommand):
                 data["outbox"] = outbox.as_dict()
             if schedules is not None:
                 data["schedules"] = [line.as_dict() for line in schedules]
+            data["flow_keys"] = [line.as_dict() for line in flows]
             self.stdout.write(json.dumps(data, indent=2))
         else:
             self.stdout.write(render(report))
@@ -73,6 +76,8 @@ class Command(BaseCommand):
                 self.stdout.write(outbox.line())
             if schedules is not None:
                 self.stdout.write(render_schedules(schedules))
+            if flows:
+                self.stdout.write(render_flows(flows))
 
 
 def render(report: StatusReport) -> str:
@@ -118,6 +123,30 @@ def _row(queue: QueueStatus) -> tuple[str, ...]:
         latency,
         str(queue.reclaimed_last_hour),
         _workers(queue),
+    )
+
+
+FLOW_COLUMNS = ("flow key", "limit", "running", "waiting", "oldest waiting", "rate")
+
+
+def render_flows(lines: list[KeyLine]) -> str:
+    """The flow keys with jobs running or waiting, as an aligned table."""
+    rows = [FLOW_COLUMNS]
+    for line in lines:
+        rows.append(
+            (
+                line.key,
+                "-" if line.limit is None else str(line.limit),
+                str(line.running),
+                str(line.waiting),
+                format_seconds(line.oldest_waiting_seconds),
+                line.rate or "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(FLOW_COLUMNS))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
     )
 
 
