@@ -137,7 +137,8 @@ class ProcessMetrics:
         The worker calls it once per turn of its loop, before it starts the jobs it claimed:
         one write per counter and histogram bucket touched, instead of a few per job (each
         write locks and checks the pid). A process killed while a job runs has flushed every
-        outcome and claim before that job began.
+        outcome and claim before that job began, unless the job was claimed ahead and started
+        on its thread while the loop was recording (docs/reference/metrics.md).
         """
         if self._counts:
             for (metric, labels), amount in self._counts.items():
