@@ -72,7 +72,7 @@ def fenced(job: Job) -> JobQuerySet:
     )
 
 
-# 3 promote, 4 claim, 8 release: ready and back.
+# 3 promote, 18 admit, 4 claim, 8 release: ready and back.
 
 
 def promote(rows: Rows, flow_keys: Collection[str] = ()) -> int:
@@ -89,6 +89,15 @@ def promote(rows: Rows, flow_keys: Collection[str] = ()) -> int:
     written = scheduled.update(status=admission.blocked_status())
     admission.admit_keys(rows.db, flow_keys)
     return written
+
+
+def admit(rows: Rows, *, slot: bool) -> int:
+    """Make the blocked jobs of ``rows`` (locked by the caller, under their key's row) ready (18).
+
+    ``slot``: they take a slot of their key's concurrency limit (``flow_slot``), which their
+    end gives back. Called by ``flow/admission.py`` in the transaction that counted the slots.
+    """
+    return rows.filter(status=JobStatus.BLOCKED).update(status=JobStatus.READY, flow_slot=slot)
 
 
 def claimed_fields(owner: Any, lease: Any) -> dict[str, object]:

@@ -16,7 +16,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Case, Value, When
 
-from django_skipqueue import wakeup
+from django_skipqueue import transitions, wakeup
 from django_skipqueue.db.clock import DatabaseNow, read_db_now
 from django_skipqueue.flow.options import Flow
 from django_skipqueue.models import FlowKey, Job, JobStatus
@@ -100,8 +100,8 @@ def admit(using: str, state: FlowKey, now: datetime | None = None) -> list[int]:
         rows = list(locked.values_list("pk", "queue_name")[:free])
         if rows:
             ids = [pk for pk, _ in rows]
-            Job.objects.using(using).filter(pk__in=ids, status=JobStatus.BLOCKED).update(
-                status=JobStatus.READY, flow_slot=state.limit is not None
+            transitions.admit(
+                Job.objects.using(using).filter(pk__in=ids), slot=state.limit is not None
             )
             if state.limit is not None:
                 state.running += len(ids)
