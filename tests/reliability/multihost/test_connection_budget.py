@@ -135,7 +135,9 @@ def test_job_threads_that_release_their_connections(hosts, figures):
     finally:
         control.close()
     figures.update(kept=measured[False], released=measured[True])
-    # The supervisor's and the loop's connections, plus one per job thread that ran a job.
-    assert measured[False]["idle_after"] == 2 + 8
-    assert measured[True]["idle_after"] == 2, "idle job threads hold no connection"
+    # Kept: one per job thread that ran a job, besides the supervisor's and the loop's. Released:
+    # at most those two. Either of the two may be between connections at the sampled instant (a
+    # loaded machine showed 1 for 2), so they are bounds; the eight job threads' are exact.
+    assert 8 <= measured[False]["idle_after"] <= 2 + 8, "idle job threads keep their connection"
+    assert measured[True]["idle_after"] <= 2, "idle job threads hold no connection"
     assert measured[True]["running_8_jobs"] <= 2 + 8
