@@ -4,7 +4,7 @@ docs/reference/metrics.md must list exactly the metrics the view's collector and
 processes' registry export, each with its type and labels. The view's gauges must equal the
 rows (depth per status, ages, paused queues, overdue scheduled jobs, workers, the outbox's and
 the reservation pools' figures), and the process counters of a real worker must equal the
-outcomes its rows record (succeeded, retried, failed, idle polls).
+outcomes its rows record (succeeded, retried, failed, lost leases, idle polls).
 """
 
 from __future__ import annotations
@@ -159,10 +159,12 @@ def samples(metric, suffix: str = "_total") -> dict[tuple[str, ...], float]:
 
 
 def test_the_process_counters_equal_the_outcomes_the_rows_record(
-    monkeypatch, tmp_path, close_thread_connections
+    monkeypatch, tmp_path, settings, close_thread_connections
 ):
+    settings.SKIPQUEUE_RELEASE_JOB_CONNECTIONS = True  # the job threads' too, for the flush
     succeeding = [noop.enqueue().id for _ in range(3)]
     failing = wt.always_fail.enqueue().id
+    taken = wt.loses_its_lease.enqueue().id
     exporter = ProcessMetrics(str(tmp_path))
     monkeypatch.setattr(metrics, "exporter", exporter)
     options = WorkerOptions(queues=("default",), threads=1, burst=True, wakeup=False)
@@ -176,10 +178,14 @@ def test_the_process_counters_equal_the_outcomes_the_rows_record(
     assert attempts[("default", noop_path, "succeeded")] == 3
     assert attempts[("default", fail_path, "retried")] == job.attempts - 1
     assert attempts[("default", fail_path, "failed")] == 1
-    assert sum(attempts.values()) == 3 + job.attempts
+    lost = Job.objects.get(pk=taken)
+    assert (lost.status, lost.owner) == ("claimed", "another-worker")  # not written over
+    assert attempts[("default", lost.task_path, "lost_lease")] == 1
+    assert sum(attempts.values()) == 3 + job.attempts + 1
     claimed = samples(exporter.claimed)
-    assert claimed == {("default", noop_path): 3, ("default", fail_path): job.attempts}
-    assert sum(samples(exporter.duration, "_count").values()) == 3 + job.attempts
+    expected = {("default", noop_path): 3, ("default", fail_path): job.attempts}
+    assert claimed == {**expected, ("default", lost.task_path): 1}
+    assert sum(samples(exporter.duration, "_count").values()) == 3 + job.attempts + 1
     idle = samples(exporter.idle)
     assert idle[("default",)] >= 1  # the burst ends on a claim that finds nothing
     batches = samples(exporter.batch, "_count")[("default",)]

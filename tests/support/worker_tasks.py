@@ -213,3 +213,12 @@ def snooze_forever(context: TaskContext) -> None:
 def log_a_line(text: str) -> None:
     """Log as task code does: the JSON formatter must say which job the line is about."""
     logging.getLogger("tests.tasks").warning("the task says %s", text)
+
+
+@task(takes_context=True)
+def loses_its_lease(context: TaskContext) -> None:
+    """Hand its own row to another owner while it runs, as the reaper and a second worker
+    would after a stall: the worker's completion must find its fence gone."""
+    from django_skipqueue.models import Job
+
+    Job.objects.filter(pk=int(context.task_result.id)).update(owner="another-worker")
