@@ -231,6 +231,7 @@ def section(result: dict) -> str:
     start, end = result["started"], result["ended"]
     load = ", ".join(f"{x:.1f}" for x in start["loadavg"])
     load_end = ", ".join(f"{x:.1f}" for x in end["loadavg"])
+    order = ", ".join("BA" if r % 2 else "AB" for r in range(settings["rounds"]))
     return f"""
 ## Before and after the layout by process role (issue 13)
 
@@ -238,7 +239,7 @@ def section(result: dict) -> str:
 {result["after"][:7]} --rounds {settings["rounds"]}`: the commit before the layout moves
 ({result["before"][:10]}) and the code after them ({result["after"][:10]}), each checked out
 in a git worktree of its own with a database of its own, run interleaved in one invocation
-(AB, BA, AB): the 4 × 4 drain of scenario 1 ({settings["drain_jobs"]:,} jobs, measured over
+({order}): the 4 × 4 drain of scenario 1 ({settings["drain_jobs"]:,} jobs, measured over
 at most {settings["drain_cap"]:g} s after the first finished job) and the batch sweep of
 scenario 6 ({settings["sweep_jobs"]:,} jobs per run, B jobs per claim). Medians of
 {settings["rounds"]} rounds; throughput above 1× is faster after, CPU (the worker processes'
@@ -248,9 +249,9 @@ or the sweep process's, per job) below 1× is cheaper after.
 
 Measured {start["at"]} to {end["at"]} on {machine_["cpu"]}, {machine_["cores"]} cores,
 {machine_["ram_gib"]} GiB, Python {machine_["python"]}, the shared MariaDB on 127.0.0.1. Load
-average at the start {load}, at the end {load_end}: other test runs shared the machine's two
-cores throughout (the raw runs are in `docs/benchmarks/raw/before_after.json`); the rounds'
-interleaving makes the load hit both sides alike, not evenly within a round.
+average at the start {load}, at the end {load_end} (the raw runs are in
+`docs/benchmarks/raw/before_after.json`); the rounds' interleaving makes a change of the load
+hit both sides alike, not evenly within a round.
 
 {result.get("notes", "")}
 """
