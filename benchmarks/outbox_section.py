@@ -53,18 +53,21 @@ awaited. Neither figure includes a process start. Messages per second, median (m
 
 The ratio of each repetition's pair (relay and raw run back to back), median: {paired[1]:.2f}×
 with one process, {paired[4]:.2f}× with four. The target is at least 0.7×. Publishing costs the
-relay what it costs the raw loop (the transport alone, fed the same messages in batches of 256,
-runs at the raw loop's speed): waves of 256 with their confirms in flight, up to
+relay what it costs the raw loop: waves of 256 with their confirms in flight, up to
 `SKIPQUEUE_OUTBOX_IN_FLIGHT_PER_KEY` (256) of one key, each wave waiting once for RabbitMQ to put
-it on disk. The difference is the relay's database work, about 0.13 ms per message on this
-machine: each round reads its partitions' messages (about 500 rows per partition), stamps them
-with its claim and commits, then deletes the confirmed rows and commits again, and one relay
-does this between its publishes, not during them. Four relays overlap each other's database
-work, but on two cores that also run MariaDB, RabbitMQ and the other runs' test suites, they
-compete for the same CPU as the four raw publishers, and the spread of the figures (min–max)
-is wider than the gap. With `SKIPQUEUE_OUTBOX_IN_FLIGHT_PER_KEY = 1` (a message waits for the
-confirm of the one before it of its key) a wave holds one message per key, 20 at most here, and
-a relay goes at the pace of 20-message confirm batches, a fraction of these figures.
+it on disk. On top comes the relay's database work: each round reads its partitions' messages
+(about 500 rows per partition) as plain rows, the payload's stored JSON text being the body,
+stamps them with its claim and commits, then deletes the confirmed rows. The next round's claim
+is taken while RabbitMQ confirms the current round's last wave, so that work overlaps the
+broker's disk wait instead of following it. What cannot overlap is CPU: on two cores that also
+run MariaDB, RabbitMQ and the other runs' test suites, the stamp and the delete (two row writes
+per message on the database server) compete with the publishing, and the spread of the figures
+(min–max) is wider than the gap. A relay run ends when the outbox is empty, watched through the
+broker's queue depth until every message arrived and only then through the outbox (polling the
+outbox every 5 ms walked the deleted rows InnoDB had not purged yet, database work that
+competed with the relays). With `SKIPQUEUE_OUTBOX_IN_FLIGHT_PER_KEY = 1` (a message waits for
+the confirm of the one before it of its key) a wave holds one message per key, 20 at most here,
+and a relay goes at the pace of 20-message confirm batches, a fraction of these figures.
 
 Commit-to-publish latency on an idle relay ({len(latencies)} messages, each written in its own
 transaction 50 ms apart, timed from the commit's return to a consumer's receipt): p50
@@ -72,8 +75,8 @@ transaction 50 ms apart, timed from the commit's return to a consumer's receipt)
 The commit's wake-up datagram names the partition of the message, and the woken relay leases
 it at once; what remains is the claim transaction before the publish (a locking read and an
 update for the lease, the read of the messages, their stamp, and a commit that waits for
-MariaDB's log flush), each statement a round trip to a server
-that shares two cores with the test suites of the other runs (the load average above).
+MariaDB's log flush: six round trips), each a round trip to a server that shares two cores
+with the test suites of the other runs (the load average above).
 
 Write cost, one transaction with one event: `publish()` {writes["publish"]:,.0f} µs, `enqueue()`
 of a job for the same event {writes["enqueue"]:,.0f} µs.
