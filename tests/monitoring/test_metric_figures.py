@@ -235,3 +235,23 @@ def handler_reads(work) -> int:
     before = total()
     work()
     return total() - before - 10  # the SHOW itself
+
+
+@pytest.mark.mysql
+def test_the_database_errors_counter_counts_a_killed_connection(
+    monkeypatch, tmp_path, settings, close_thread_connections
+):
+    """A job kills the other sessions on the database, the worker loop's among them: the
+    loop's next statement fails, is counted, and the worker reconnects and finishes."""
+    settings.SKIPQUEUE_RELEASE_JOB_CONNECTIONS = True
+    killer = wt.kill_other_sessions.enqueue().id
+    after = [noop.enqueue().id for _ in range(3)]
+    exporter = ProcessMetrics(str(tmp_path))
+    monkeypatch.setattr(metrics, "exporter", exporter)
+    options = WorkerOptions(queues=("default",), threads=1, burst=True, wakeup=False)
+    Worker(options, owner=owner_id()).run()
+
+    assert Job.objects.get(pk=killer).return_value >= 1
+    assert samples(exporter.db_errors)[("worker",)] >= 1
+    done = Job.objects.filter(pk__in=[killer, *after], status="succeeded").count()
+    assert done == 4

@@ -222,3 +222,20 @@ def loses_its_lease(context: TaskContext) -> None:
     from django_skipqueue.models import Job
 
     Job.objects.filter(pk=int(context.task_result.id)).update(owner="another-worker")
+
+
+@task()
+def kill_other_sessions() -> int:
+    """Kill every other session on this database (MySQL/MariaDB ``KILL``), as a DBA, a proxy
+    or a failover would: their next statement fails. Return how many were killed."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT ID FROM information_schema.PROCESSLIST "
+            "WHERE DB = DATABASE() AND ID <> CONNECTION_ID()"
+        )
+        others = [row[0] for row in cursor.fetchall()]
+        for session in others:
+            cursor.execute(f"KILL {int(session)}")
+    return len(others)
