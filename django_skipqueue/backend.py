@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -258,30 +257,10 @@ def validate_options(task: Task) -> None:
 def _check_unique(task: Task) -> None:
     """unique_key: a template naming the function's parameters, or a callable; unique_replace."""
     from django_skipqueue.states import JobStatus
-    from django_skipqueue.tasks import REPLACEABLE, template_fields
+    from django_skipqueue.tasks import REPLACEABLE, check_key_template
 
+    check_key_template(task, "unique_key")
     spec = getattr(task, "unique_key", None)
-    if isinstance(spec, str):
-        try:
-            fields = template_fields(spec)
-        except ValueError as error:
-            message = f"unique_key {spec!r} is not a valid template: {error}."
-            raise InvalidTaskOption(message) from error
-        parameters = list(inspect.signature(task.func).parameters)
-        if task.takes_context:
-            parameters = parameters[1:]
-        unknown = sorted(fields - set(parameters) - {""})
-        if "" in fields:
-            unknown.append("an empty {} (name the parameter)")
-        if not spec or unknown:
-            raise InvalidTaskOption(
-                f"unique_key {spec!r} must name parameters of {task.func.__name__} in braces "
-                f"({', '.join(parameters) or 'it has none'}); unknown: {unknown}."
-            )
-    elif spec is not None and not callable(spec):
-        raise InvalidTaskOption(
-            f"unique_key must be a template string or a callable, not {spec!r}."
-        )
     replace = getattr(task, "unique_replace", ())
     if not isinstance(replace, tuple | list) or not set(replace) <= REPLACEABLE:
         raise InvalidTaskOption(

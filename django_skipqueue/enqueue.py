@@ -15,7 +15,7 @@ from django.utils import timezone
 from django_skipqueue import transitions
 from django_skipqueue.compat import Task
 from django_skipqueue.conf import SkipQueueSettings, get_settings
-from django_skipqueue.db.bulkinsert import insert_rows, insert_rows_keyed
+from django_skipqueue.db.bulkinsert import insert_rows, insert_rows_keyed, mark_inserted
 from django_skipqueue.db.statements import retry_whole_transaction
 from django_skipqueue.models import Job, JobStatus
 from django_skipqueue.payload import check_size, normalize_arguments
@@ -265,13 +265,7 @@ def _insert_ignoring(jobs: list[Job], using: str) -> None:
     rows = Job.objects.using(using)._insert(
         jobs, fields, returning_fields=returning, on_conflict=OnConflict.IGNORE
     )
-    inserted = {key: pk for pk, key in rows}
-    for job in jobs:
-        pk = inserted.get(job.idempotency_key)
-        if pk is not None:
-            job.pk = pk
-            job._state.adding = False
-            job._state.db = using
+    mark_inserted(jobs, {key: pk for pk, key in rows}, using)
 
 
 def insert_jobs(jobs: list[Job], using: str) -> list[Job]:

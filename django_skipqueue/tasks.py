@@ -112,15 +112,20 @@ KEY_LENGTH = 191
 
 
 def call_key(task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
-    """Return the idempotency key of a call: the one given to ``using()``, or the derived one.
+    """Return the idempotency key of a call: the one given to ``using()``, or the derived one."""
+    explicit = getattr(task, "idempotency_key", None)
+    if explicit is not None or getattr(task, "unique_key", None) is None:
+        return explicit
+    return derived_key(task, "unique_key", args, kwargs)
+
+
+def derived_key(task: Task, option: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+    """Return the key the task's ``option`` (a template or a callable) derives from one call.
 
     A derived key starts with the task's path, so that two tasks with the same template never
     block each other; one longer than the column keeps its head and ends with a hash of it all.
     """
-    explicit = getattr(task, "idempotency_key", None)
-    spec = getattr(task, "unique_key", None)
-    if explicit is not None or spec is None:
-        return explicit
+    spec = getattr(task, option)
     try:
         value = (
             spec(*args, **kwargs)
@@ -129,17 +134,42 @@ def call_key(task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str 
         )
     except (TypeError, KeyError, IndexError, AttributeError, ValueError) as error:
         raise InvalidTaskOption(
-            f"unique_key of {task.module_path} could not be derived from this call: {error!r}."
+            f"{option} of {task.module_path} could not be derived from this call: {error!r}."
         ) from error
     if not isinstance(value, str) or not value:
         raise InvalidTaskOption(
-            f"unique_key of {task.module_path} must give a non-empty string, not {value!r}."
+            f"{option} of {task.module_path} must give a non-empty string, not {value!r}."
         )
     key = f"{task.module_path}:{value}"
     if len(key) <= KEY_LENGTH:
         return key
     digest = hashlib.sha256(key.encode()).hexdigest()
     return f"{key[: KEY_LENGTH - 65]}#{digest}"
+
+
+def check_key_template(task: Task, option: str) -> None:
+    """Refuse the task's ``option`` unless it is None, a callable, or a template naming the
+    function's parameters (InvalidTaskOption)."""
+    spec = getattr(task, option, None)
+    if isinstance(spec, str):
+        try:
+            fields = template_fields(spec)
+        except ValueError as error:
+            message = f"{option} {spec!r} is not a valid template: {error}."
+            raise InvalidTaskOption(message) from error
+        parameters = list(inspect.signature(task.func).parameters)
+        if task.takes_context:
+            parameters = parameters[1:]
+        unknown = sorted(fields - set(parameters) - {""})
+        if "" in fields:
+            unknown.append("an empty {} (name the parameter)")
+        if not spec or unknown:
+            raise InvalidTaskOption(
+                f"{option} {spec!r} must name parameters of {task.func.__name__} in braces "
+                f"({', '.join(parameters) or 'it has none'}); unknown: {unknown}."
+            )
+    elif spec is not None and not callable(spec):
+        raise InvalidTaskOption(f"{option} must be a template string or a callable, not {spec!r}.")
 
 
 def _arguments_by_name(

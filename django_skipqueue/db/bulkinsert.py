@@ -34,9 +34,7 @@ def insert_rows(jobs: Sequence[Job], using: str) -> None:
         cursor.execute(sql + (" RETURNING `id`" if returning else ""), params)
         ids = [row[0] for row in cursor.fetchall()] if returning else _consecutive(cursor, jobs)
     for job, pk in zip(jobs, ids, strict=True):
-        job.pk = pk
-        job._state.adding = False
-        job._state.db = using
+        saved(job, pk, using)
 
 
 def insert_rows_keyed(jobs: Sequence[Job], using: str, *, returning: bool | None = None) -> None:
@@ -65,12 +63,22 @@ def insert_rows_keyed(jobs: Sequence[Job], using: str, *, returning: bool | None
         else:
             cursor.execute(sql, params)
             inserted = _inserted_without_returning(cursor, jobs)
+    mark_inserted(jobs, inserted, using)
+
+
+def mark_inserted(jobs: Sequence[Job], inserted: dict[str | None, int], using: str) -> None:
+    """Mark the keyed ``jobs`` whose key the server inserted (key -> pk) as saved rows."""
     for job in jobs:
         pk = inserted.get(job.idempotency_key)
         if pk is not None:
-            job.pk = pk
-            job._state.adding = False
-            job._state.db = using
+            saved(job, pk, using)
+
+
+def saved(job: Job, pk: int, using: str) -> None:
+    """Make ``job`` the saved row ``pk`` of ``using``, as ``Model.save()`` leaves it."""
+    job.pk = pk
+    job._state.adding = False
+    job._state.db = using
 
 
 def _inserted_without_returning(cursor: Any, jobs: Sequence[Job]) -> dict[str, int]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,36 +62,16 @@ def flow_of(task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Flow 
 
 def _key(task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
     """The task's path, then the value of its concurrency_key for this call (if any)."""
-    from django_skipqueue.tasks import _arguments_by_name
+    from django_skipqueue.tasks import derived_key
 
-    spec = getattr(task, "concurrency_key", None)
-    if spec is None:
+    if getattr(task, "concurrency_key", None) is None:
         return task.module_path[:KEY_LENGTH]
-    try:
-        value = (
-            spec(*args, **kwargs)
-            if callable(spec)
-            else spec.format_map(_arguments_by_name(task, args, kwargs))
-        )
-    except (TypeError, KeyError, IndexError, AttributeError, ValueError) as error:
-        raise InvalidTaskOption(
-            f"concurrency_key of {task.module_path} could not be derived from this call: "
-            f"{error!r}."
-        ) from error
-    if not isinstance(value, str) or not value:
-        raise InvalidTaskOption(
-            f"concurrency_key of {task.module_path} must give a non-empty string, not {value!r}."
-        )
-    key = f"{task.module_path}:{value}"
-    if len(key) <= KEY_LENGTH:
-        return key
-    digest = hashlib.sha256(key.encode()).hexdigest()
-    return f"{key[: KEY_LENGTH - 65]}#{digest}"
+    return derived_key(task, "concurrency_key", args, kwargs)
 
 
 def check_flow_options(task: Task) -> None:
     """Refuse flow options that are wrong alone or together (InvalidTaskOption)."""
-    from django_skipqueue.tasks import template_fields
+    from django_skipqueue.tasks import check_key_template
 
     spec = getattr(task, "concurrency_key", None)
     limit = getattr(task, "concurrency_limit", None)
@@ -124,28 +102,7 @@ def check_flow_options(task: Task) -> None:
             "concurrency_key needs a concurrency_limit, ordered=True or a rate_limit: "
             "alone it limits nothing."
         )
-    if isinstance(spec, str):
-        try:
-            fields = template_fields(spec)
-        except ValueError as error:
-            raise InvalidTaskOption(
-                f"concurrency_key {spec!r} is not a valid template: {error}."
-            ) from error
-        parameters = list(inspect.signature(task.func).parameters)
-        if task.takes_context:
-            parameters = parameters[1:]
-        unknown = sorted(fields - set(parameters) - {""})
-        if "" in fields:
-            unknown.append("an empty {} (name the parameter)")
-        if not spec or unknown:
-            raise InvalidTaskOption(
-                f"concurrency_key {spec!r} must name parameters of {task.func.__name__} in "
-                f"braces ({', '.join(parameters) or 'it has none'}); unknown: {unknown}."
-            )
-    elif spec is not None and not callable(spec):
-        raise InvalidTaskOption(
-            f"concurrency_key must be a template string or a callable, not {spec!r}."
-        )
+    check_key_template(task, "concurrency_key")
 
 
 def _check_rate(rate: Any) -> None:
