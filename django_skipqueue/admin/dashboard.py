@@ -24,7 +24,7 @@ from django_skipqueue.admin.scope import admin_database
 from django_skipqueue.compat import InvalidTask
 from django_skipqueue.conf import get_settings
 from django_skipqueue.durations import format_seconds
-from django_skipqueue.models import QueuePause
+from django_skipqueue.models import JobStatus, QueuePause
 from django_skipqueue.monitoring.stats import DEPTH_STATUSES
 from django_skipqueue.outbox.stats import OutboxStatus, outbox_status
 
@@ -84,7 +84,7 @@ def _queue_row(board: Dashboard, queue: Any) -> dict[str, Any]:
         "backend": ref.backend if ref else None,
         "pause": board.pauses.get(queue.name),
         # Ready jobs that nobody claims when no live worker serves the queue.
-        "waiting": queue.counts["ready"].value if not queue.live_workers else 0,
+        "waiting": queue.counts[JobStatus.READY].value if not queue.live_workers else 0,
     }
 
 
