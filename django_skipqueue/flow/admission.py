@@ -75,13 +75,17 @@ def lock_key(using: str, flow: Flow) -> FlowKey:
     return state
 
 
-def admit(using: str, state: FlowKey, now: datetime | None = None) -> list[int]:
+def admit(
+    using: str, state: FlowKey, now: datetime | None = None, *, stored_running: int | None = None
+) -> list[int]:
     """Make the oldest blocked jobs of a locked key READY, as many as it allows (18).
 
     The slots free (``limit - running``) and the starts left in the current rate window
     bound how many; the rest stay blocked. When the window is spent, ``wake_at`` asks the
     flow timer to come back at the next one's start. Returns the ids admitted.
     """
+    # What the row holds: a release that is followed by one admission writes nothing.
+    stored_running = state.running if stored_running is None else stored_running
     free = ADMIT_BATCH if state.limit is None else state.limit - state.running
     changed = set()
     if state.rate is not None and state.period:
@@ -105,7 +109,6 @@ def admit(using: str, state: FlowKey, now: datetime | None = None) -> list[int]:
             )
             if state.limit is not None:
                 state.running += len(ids)
-                changed.add("running")
             if state.rate is not None:
                 state.window_count += len(ids)
                 state.window_jobs = [*state.window_jobs, *ids]
@@ -118,6 +121,8 @@ def admit(using: str, state: FlowKey, now: datetime | None = None) -> list[int]:
     if wake_at != state.wake_at:
         state.wake_at = wake_at
         changed.add("wake_at")
+    if state.running != stored_running:
+        changed.add("running")
     if changed:
         state.save(using=using, update_fields=sorted(changed))
     return ids
@@ -166,10 +171,10 @@ def release(using: str, key: str, *, failed: bool = False, job_id: int | None = 
         Job.objects.using(using).filter(pk=job_id).update(flow_slot=True)
         logger.warning("ordered key blocked by a failed job key=%s job=%s", key, job_id)
         return
+    stored = state.running
     if state.limit is not None and state.running > 0:
         state.running -= 1
-        state.save(using=using, update_fields=["running"])
-    admit(using, state)
+    admit(using, state, stored_running=stored)
 
 
 def admit_keys(using: str, keys: Iterable[str]) -> None:
