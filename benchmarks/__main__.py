@@ -97,6 +97,8 @@ def write_report(quick: bool) -> None:
         "metrics",
         "before_after",
         "throughput",
+        "flow_drain",
+        "flow_before_after",
     ]:
         path = output_dir(quick) / "raw" / f"{name}.json"
         if path.exists():

@@ -1,12 +1,13 @@
 """Keyed drain throughput (flow control, issue 18): 1, 10 and 1,000 keys at limits 1 and 4.
 
-``python -m benchmarks.flow_drain [--jobs N] [--rounds R]`` fills the database ``sq_flow``
-(``BENCH_DB_PREFIX`` replaces ``sq``) with no-op jobs of ``benchmarks.tasks.keyed_noop``
-spread over K keys with ``concurrency_limit`` L, or of ``benchmarks.tasks.noop`` (unkeyed),
-then drains them with ``runworkers --processes 4 --threads 4`` and reads the throughput from
-the jobs' own ``finished_at`` (database clock): finished jobs minus one over the time from the
-first to the last. The shapes run interleaved, round after round, so that a change of the
-machine's load hits them alike. Writes ``docs/benchmarks/raw/flow_drain.json``.
+``python -m benchmarks.flow_drain [--jobs N] [--rounds R]`` fills the database
+``skq_flow_bench`` (``BENCH_DB_PREFIX`` replaces ``skq``) with no-op jobs of
+``benchmarks.tasks.keyed_noop`` spread over K keys with ``concurrency_limit`` L, or of
+``benchmarks.tasks.noop`` (unkeyed), then drains them with ``runworkers --processes 4
+--threads 4`` and reads the throughput from the jobs' own ``finished_at`` (database clock):
+finished jobs minus one over the time from the first to the last. The shapes run
+interleaved, round after round, so that a change of the machine's load hits them alike.
+Writes ``docs/benchmarks/raw/flow_drain.json``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,7 +64,7 @@ done = Job.objects.filter(status="succeeded").aggregate(
 )
 left = Job.objects.exclude(status="succeeded").count()
 span = (done["last"] - done["first"]).total_seconds() if done["n"] > 1 else None
-print(json.dumps({{"done": done["n"], "left": left, "span": span}}))
+print(json.dumps({"done": done["n"], "left": left, "span": span}))
 """
 
 
@@ -90,7 +92,7 @@ def drain(database: str, jobs: int, keys: int, limit: int, cap: float) -> dict:
         sys.executable, "testproject/manage.py", "runworkers", "--processes", "4",
         "--threads", "4", "--queues", "default",
     ]  # fmt: skip
-    log = open(ROOT / "benchmarks" / ".work-flow-drain.log", "a")  # noqa: SIM115
+    log = open(Path(tempfile.gettempdir()) / "skipqueue-flow-drain.log", "a")  # noqa: SIM115
     workers = subprocess.Popen(command, env=env(database), cwd=ROOT, stdout=log, stderr=log)
     started = time.monotonic()
     try:
@@ -113,7 +115,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cap", type=float, default=60.0, help="seconds per drain at most")
     args = parser.parse_args()
-    database = os.environ.get("BENCH_DB_PREFIX", "sq") + "_flow"
+    database = os.environ.get("BENCH_DB_PREFIX", "skq") + "_flow_bench"
     subprocess.run(
         ["mysql", "-h127.0.0.1", "-uroot", "-e", f"CREATE DATABASE IF NOT EXISTS {database}"],
         check=True,

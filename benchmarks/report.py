@@ -45,6 +45,10 @@ def write(results: dict[str, Any], quick: bool) -> Path:
         from benchmarks.throughput import section as throughput_section
 
         parts.append(throughput_section(results["throughput"]))
+    if (results.get("flow_drain") or results.get("flow_before_after")) and not quick:
+        from benchmarks.flow_section import section as flow_section
+
+        parts.append(flow_section(results.get("flow_drain"), results.get("flow_before_after")))
     parts.append(ANALYSIS)
     path = page(quick)
     path.write_text("\n\n".join(part.strip() for part in parts if part) + "\n")
