@@ -99,25 +99,27 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
         # queues.py imports the models, which import this module.
         from django_skipqueue.queues import unpaused
 
-        claimed_ids: list[int] = []
+        claimed: list[tuple[list[int], list[Job]]] = []
         for queue_name in unpaused(queues, self.db):
-            wanted = limit - len(claimed_ids)
+            wanted = limit - sum(len(ids) for ids, _ in claimed)
             if wanted <= 0:
                 break
-            claimed_ids += self._claim_with_retry(queue_name, wanted, owner, lease)
-        return self._read_claimed(claimed_ids, owner)
+            claimed.append(self._claim_with_retry(queue_name, wanted, owner, lease))
+        ids = [pk for queue_ids, _ in claimed for pk in queue_ids]
+        return self._read_claimed(ids, [job for _, jobs in claimed for job in jobs], owner)
 
     def claim_from(
         self, queue_name: str, *, limit: int, owner: str, lease: float | None = None
     ) -> list[Job]:
         """Claim from one queue, paused or not: a worker checks its queues once a round."""
-        return self._read_claimed(self._claim_with_retry(queue_name, limit, owner, lease), owner)
+        ids, jobs = self._claim_with_retry(queue_name, limit, owner, lease)
+        return self._read_claimed(ids, jobs, owner)
 
-    def _read_claimed(self, claimed_ids: list[int], owner: str) -> list[Job]:
-        """Read the claimed rows after the commit, in claim order; log those taken over."""
+    def _read_claimed(self, claimed_ids: list[int], jobs: list[Job], owner: str) -> list[Job]:
+        """Put the claimed rows in claim order; log those taken over."""
         if not claimed_ids:
             return []
-        by_id = {job.pk: job for job in self._fetch(claimed_ids, owner)}
+        by_id = {job.pk: job for job in jobs}
         if len(by_id) < len(claimed_ids):
             lost = [pk for pk in claimed_ids if pk not in by_id]
             logger.warning("claims taken over before they were read jobs=%s owner=%s", lost, owner)
@@ -125,28 +127,41 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
 
     def _claim_with_retry(
         self, queue_name: str, limit: int, owner: str, lease: float | None
-    ) -> list[int]:
+    ) -> tuple[list[int], list[Job]]:
         return retry_whole_transaction(
             self.db, lambda: self._claim_from(queue_name, limit, owner, lease)
         )
 
     def _claim_from(
         self, queue_name: str, limit: int, owner: str, lease: float | None
-    ) -> list[int]:
+    ) -> tuple[list[int], list[Job]]:
+        """Lock, mark and read the claimed rows: the ids in claim order, and the jobs.
+
+        Three statements in two round trips where the driver pipelines (statements.py): the
+        mark and the read of the marked rows go out together (the read needs only the ids),
+        and the locking read carries the pending START TRANSACTION.
+        """
         # The statements are compiled once (statements.py): ORM work used to cost more
         # CPU than the database spent on the claim; and a short transaction saves MySQL
-        # the two autocommit switches of atomic() (shorttxn.py).
+        # the two autocommit switches of atomic().
         lock = statements.cached(self.db, ("claim-lock", limit), lambda: self._lock(limit))
         # Inside a caller's transaction (a worker commits its finished jobs with its next
         # claim) no savepoint: half a claim is worth nothing, and a failed claim fails the
         # caller's transaction, as Django's atomic(savepoint=False) documents.
         with short_transaction(self.db, savepoint=False):
             ids: list[int] = statements.fetch_values(self.db, lock, [queue_name])
-            if ids:
-                shape = ("claim-mark", len(ids), lease is None)
-                mark = statements.cached(self.db, shape, lambda: self._mark(len(ids), lease))
-                statements.execute(self.db, mark, [*ids, owner, lease])
-        return ids
+            if not ids:
+                return ids, []
+            shape = ("claim-mark", len(ids), lease is None)
+            mark = statements.cached(self.db, shape, lambda: self._mark(len(ids), lease))
+            _, rows = statements.run_together(
+                self.db,
+                [
+                    statements.Run(mark, [*ids, owner, lease]),
+                    statements.Run(self._fetch(len(ids)), [*ids, owner], rows=True),
+                ],
+            )
+        return ids, statements.as_models(self.model, self.db, self._fetch(len(ids)), rows)
 
     def _lock(self, limit: int) -> statements.Statement:
         # Django compiles FOR UPDATE only inside a transaction.
@@ -160,16 +175,16 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
         fields = claimed_fields(slot_str(count), None if lease is None else slot_float(count + 1))
         return statements.compile_update(rows, fields, count + (1 if lease is None else 2))
 
-    def _fetch(self, ids: list[int], owner: str) -> list[Job]:
-        """Read the claimed rows, payloads included, by primary key (after the commit).
+    def _fetch(self, count: int) -> statements.Statement:
+        """The read of ``count`` claimed rows, payloads included, by primary key.
 
-        Only rows still claimed by ``owner`` are read: a process paused between the commit
-        and this read (a stall, SIGSTOP) may find a row that the reaper has taken back and
-        another worker claimed, or finished, since. Such a row is not this claim's any more;
-        reading it would hand the caller another owner's lease and attempt to run under.
+        Only rows claimed by the owner (its parameter after the ids) are read. It runs in the
+        claim's transaction, with the mark, so every row is still locked by the claim: the
+        filter matters where a claim's rows are read later (a process paused between a
+        commit and its read may find a row that the reaper took back and another worker
+        claimed since; reading it would hand the caller another owner's lease).
         """
-        count = len(ids)
-        fetch = statements.cached(
+        return statements.cached(
             self.db,
             ("claim-fetch", count),
             lambda: statements.compile_select(
@@ -181,7 +196,6 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
                 count + 1,
             ),
         )
-        return statements.fetch_models(self.model, self.db, fetch, [*ids, owner])
 
     def claimable(self, queue_name: str) -> models.QuerySet[Job, int]:
         """The locking read of a claim: keys only, in exactly the claim index's order."""

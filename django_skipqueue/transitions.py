@@ -17,7 +17,7 @@ one attribute check and no query.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import reduce
 from operator import or_
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -352,7 +352,43 @@ def _succeed_some_alone(jobs: Sequence[Job], return_values: Sequence[Any]) -> li
     return written
 
 
+def succeed_many_later(
+    jobs: Sequence[Job], return_values: Sequence[Any]
+) -> Callable[[], list[bool]]:
+    """:func:`succeed_many`, its UPDATE sent with the transaction's next round trip.
+
+    Returns what tells, once called (still inside the transaction), per job, whether it was
+    written. The worker records its finished jobs this way in the transaction of its next
+    claim: the UPDATE goes out with the claim's locking read (db/statements.py, ``defer``).
+    Jobs of a batch or holding a flow slot are recorded at once (their batch's counts, their
+    slot, follow in the same step).
+    """
+    if not jobs or any(job.batch_id is not None or job.flow_slot for job in jobs):
+        at_once = succeed_many(jobs, return_values)
+        return lambda: at_once
+    using = jobs[0]._state.db or "default"
+    statement, values = _succeed_many_statement(jobs, return_values)
+    matched = statements.defer(using, statements.Run(statement, values))
+
+    def written() -> list[bool]:
+        if matched.result() == len(jobs):
+            return [True] * len(jobs)
+        return _written(jobs, using)
+
+    return written
+
+
 def _succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool]:
+    using = jobs[0]._state.db or "default"
+    statement, values = _succeed_many_statement(jobs, return_values)
+    if statements.execute(using, statement, values) == len(jobs):
+        return [True] * len(jobs)
+    return _written(jobs, using)
+
+
+def _succeed_many_statement(
+    jobs: Sequence[Job], return_values: Sequence[Any]
+) -> tuple[statements.Statement, list[Any]]:
     using = jobs[0]._state.db or "default"
     owner = jobs[0].owner
     if any(job.owner != owner for job in jobs):
@@ -365,9 +401,7 @@ def _succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[boo
     values: list[Any] = [owner]
     for job, return_value in zip(jobs, return_values, strict=True):
         values += [job.pk, job.attempts, return_value, [*job.worker_ids, job.owner]]
-    if statements.execute(using, statement, values) == len(jobs):
-        return [True] * len(jobs)
-    return _written(jobs, using)
+    return statement, values
 
 
 def _uniform(jobs: Sequence[Job], return_values: Sequence[Any]) -> bool:

@@ -25,7 +25,7 @@ from django_skipqueue.compat import Task, TaskResult, normalize_json, task_start
 from django_skipqueue.conf import get_settings
 from django_skipqueue.context import JobContext, build_result, current_job, task_for_job
 from django_skipqueue.db.outage import TOO_MANY_CONNECTIONS
-from django_skipqueue.db.statements import retry_whole_transaction
+from django_skipqueue.db.statements import dropped_by_server, retry_whole_transaction
 from django_skipqueue.exceptions import (
     InvalidPayload,
     InvalidReturnValue,
@@ -323,13 +323,14 @@ def close_dead_connections() -> None:
 
     A job thread keeps its connection between jobs (CONN_MAX_AGE), and the server may have
     dropped it meanwhile (a restart, ``KILL``, ``wait_timeout``): without this check the next
-    task's first query fails and spends an attempt. One ping per job, only on threads that
-    hold a connection (what CONN_HEALTH_CHECKS does for a request). The same pass closes
-    those past CONN_MAX_AGE or broken by an error, as ``close_old_connections()`` does.
+    task's first query fails and spends an attempt. On MySQL/MariaDB a look at the socket,
+    no round trip; elsewhere one ping per job, only on threads that hold a connection (what
+    CONN_HEALTH_CHECKS does for a request). The same pass closes those past CONN_MAX_AGE or
+    broken by an error, as ``close_old_connections()`` does.
     """
     for connection in connections.all(initialized_only=True):
         connection.close_if_unusable_or_obsolete()
-        if connection.connection is not None and not connection.is_usable():
+        if connection.connection is not None and dropped_by_server(connection):
             connection.close()
 
 

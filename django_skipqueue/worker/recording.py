@@ -9,7 +9,7 @@ with their own writes, inside the job (see executor.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import transaction
@@ -49,6 +49,31 @@ def write(outcomes: Sequence[Outcome]) -> list[bool]:
     """
     todo = [outcome for outcome in outcomes if not outcome.recorded]
     return _transitions(todo) if todo else []
+
+
+def write_later(outcomes: Sequence[Outcome]) -> Callable[[], list[bool]]:
+    """:func:`write`, the successes' UPDATE sent with the transaction's next round trip.
+
+    Call what it returns before the transaction ends: it tells, per unrecorded outcome,
+    whether the fence let it through (as :func:`write` returns). The other outcomes are
+    written at once, as :func:`write` writes them.
+    """
+    todo = [outcome for outcome in outcomes if not outcome.recorded]
+    successes = [outcome for outcome in todo if outcome.status == JobStatus.SUCCEEDED]
+    others = {
+        id(outcome): _transition(outcome)
+        for outcome in todo
+        if outcome.status != JobStatus.SUCCEEDED
+    }
+    finish = transitions.succeed_many_later(
+        [outcome.job for outcome in successes], [outcome.return_value for outcome in successes]
+    )
+
+    def written() -> list[bool]:
+        won = dict(zip((id(o) for o in successes), finish(), strict=True)) | others
+        return [won[id(outcome)] for outcome in todo]
+
+    return written
 
 
 def settle(outcomes: Sequence[Outcome], written: Sequence[bool]) -> None:

@@ -8,13 +8,10 @@ from typing import Any
 
 import pytest
 from django.db import connection, connections, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from django_skipqueue import transitions
-from django_skipqueue.db.clock import DatabaseNowPlus
-from django_skipqueue.maintenance import reap as reaper
-from django_skipqueue.maintenance.promote import promote
-from django_skipqueue.managers import JobManager
 from django_skipqueue.models import Job, JobStatus
 from tests.support.tasks import echo, noop
 
@@ -198,31 +195,27 @@ def test_failure_with_retry_schedules_the_job_and_keeps_the_error():
 
 
 @pytest.mark.skip_locked
-def test_a_claim_taken_over_before_its_rows_are_read_is_not_returned(monkeypatch):
-    """A claimer paused between its commit and its read must not run another owner's claim.
+def test_a_claim_reads_its_rows_before_it_commits():
+    """No other owner can take a claim over before its rows are read: they are still locked.
 
-    The pause is reproduced by running the reaper and a second claimer, for real, at that
-    exact point: the stale claimer would otherwise get the row as the other owner holds it
-    (its owner and attempt), and its fenced completion would pass as the other's.
+    The rows used to be read after the commit, and a claimer paused in between (a stall,
+    SIGSTOP) could find a row the reaper had taken back and another worker claimed. The read
+    now goes out with the mark, in the claim's transaction (one round trip for both).
     """
-    [job_id] = [int(noop.using(lease=1).enqueue().id)]
-    original_fetch = JobManager._fetch
-    taken: list[Job] = []
-    paused: list[bool] = []
+    job_id = int(noop.enqueue().id)
+    reads: list[tuple[bool, str]] = []
 
-    def fetch_after_a_takeover(manager: JobManager, *arguments: Any) -> list[Job]:
-        if not paused:  # the stale claimer's read; the other claimer's goes through unchanged
-            paused.append(True)
-            Job.objects.filter(pk=job_id).update(lease_until=DatabaseNowPlus(-1))
-            assert reaper.reap().retried == 1
-            # Its backoff passes and the promotion makes it ready for the next claimer.
-            Job.objects.filter(pk=job_id).update(run_after=DatabaseNowPlus(-1))
-            assert promote() == 1
-            taken.extend(Job.objects.claim(["default"], limit=1, owner="other"))
-        return original_fetch(manager, *arguments)
+    def watch(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        reads.append((connection.get_autocommit(), sql))
+        return execute(sql, params, many, context)
 
-    monkeypatch.setattr(JobManager, "_fetch", fetch_after_a_takeover)
-    assert Job.objects.claim(["default"], limit=1, owner="stale") == []
-    assert [(job.pk, job.owner, job.attempts) for job in taken] == [(job_id, "other", 2)]
-    row = Job.objects.get(pk=job_id)
-    assert (row.status, row.owner, row.attempts) == (JobStatus.CLAIMED, "other", 2)
+    with connection.execute_wrapper(watch), CaptureQueriesContext(connection) as captured:
+        [job] = Job.objects.claim(["default"], limit=1, owner="w")
+    assert (job.pk, job.owner, job.attempts, job.status) == (job_id, "w", 1, JobStatus.CLAIMED)
+    sent = [query["sql"] for query in captured.captured_queries] or [sql for _, sql in reads]
+    payload = [i for i, sql in enumerate(sent) if "args" in sql and sql.startswith("SELECT")]
+    assert payload, sent
+    if connection.vendor == "mysql":
+        assert payload[0] < sent.index("COMMIT"), sent
+    else:
+        assert all(not autocommit for autocommit, sql in reads if "args" in sql), reads

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
+from django_skipqueue.db import statements
 from django_skipqueue.db.statements import short_transaction
 from django_skipqueue.models import Job
 from tests.support.tasks import noop
@@ -51,6 +54,7 @@ def test_on_mysql_it_sends_no_autocommit_switches(backend):
         mark(pk, "x")
     sql = [query["sql"].upper() for query in queries]
     assert sql[0] == "START TRANSACTION" and sql[-1] == "COMMIT", sql
+    assert not any("AUTOCOMMIT" in statement for statement in sql), sql
     assert connection.get_autocommit()
 
 
@@ -74,3 +78,100 @@ def test_a_claim_inside_the_block_commits_with_it(backend):
         assert [job.pk for job in Job.objects.claim(["default"], limit=1, owner="w")] == [pk]
         raise RuntimeError("roll back the claim")
     assert Job.objects.get(pk=pk).status == "ready"
+
+
+# Round trips (MySQL/MariaDB with mysqlclient): statements sent without waiting.
+
+
+def _update(pk: int, owner: str) -> statements.Run:
+    rows = Job.objects.filter(pk=statements.slot_int(0))
+    compiled = statements.cached(
+        "default",
+        ("test-owner",),
+        lambda: statements.compile_update(rows, {"owner": statements.slot_str(1)}, 2),
+    )
+    return statements.Run(compiled, [pk, owner])
+
+
+@pytest.mark.mysql
+def test_start_transaction_goes_out_with_the_first_statement(backend):
+    pk = int(noop.enqueue().id)
+    statements._local.__dict__.pop("round_trips", None)  # fewer than it keeps, below
+    with short_transaction("default"):
+        before = _round_trips()
+        statements.execute("default", _update(pk, "a").statement, [pk, "a"])
+        assert _round_trips() - before == 1  # START TRANSACTION and the UPDATE together
+        assert _in_transaction()
+    assert Job.objects.get(pk=pk).owner == "a"
+
+
+@pytest.mark.mysql
+def test_a_block_that_sends_nothing_sends_no_start_nor_commit(backend):
+    with CaptureQueriesContext(connection) as queries, short_transaction("default"):
+        pass
+    assert [query["sql"] for query in queries] == []
+
+
+@pytest.mark.mysql
+def test_a_deferred_update_goes_out_with_the_next_statement_and_before_the_commit(backend):
+    first, second = (int(noop.enqueue().id) for _ in range(2))
+    with CaptureQueriesContext(connection) as queries, short_transaction("default"):
+        deferred = statements.defer("default", _update(first, "later"))
+        assert queries.captured_queries == []
+        [ready] = statements.fetch_values(
+            "default",
+            statements.compile_select(Job.objects.filter(pk=second).values("pk"), 0),
+            [],
+        )
+        assert ready == second
+        assert deferred.result() == 1
+        last = statements.defer("default", _update(second, "at commit"))
+    sql = [query["sql"].split(" ")[0] for query in queries]
+    assert sql == ["START", "UPDATE", "SELECT", "UPDATE", "COMMIT"], sql
+    assert last.result() == 1
+    assert sorted(Job.objects.values_list("owner", flat=True)) == ["at commit", "later"]
+
+
+@pytest.mark.mysql
+def test_an_error_amid_statements_sent_together_is_raised_and_the_connection_stays_usable(
+    backend,
+):
+    pk = int(noop.enqueue().id)
+    broken = statements.Statement("SELECT no_such_column FROM skipqueue_job", (), ())
+    with pytest.raises(DatabaseError), short_transaction("default"):
+        statements.run_together(
+            "default",
+            [_update(pk, "undone"), statements.Run(broken, [], rows=True), _update(pk, "too")],
+        )
+    assert Job.objects.get(pk=pk).owner is None  # rolled back, the answers all read
+    with short_transaction("default"):
+        statements.execute("default", _update(pk, "b").statement, [pk, "b"])
+    assert Job.objects.get(pk=pk).owner == "b"
+
+
+@pytest.mark.mysql
+def test_a_connection_the_server_killed_is_seen_without_a_round_trip(backend):
+    connection.ensure_connection()
+    assert not statements.dropped_by_server(connection)
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute(f"KILL CONNECTION {connection.connection.thread_id()}")
+    finally:
+        other.close()
+    deadline = time.monotonic() + 5
+    while not statements.dropped_by_server(connection) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert statements.dropped_by_server(connection)
+    connection.close()
+
+
+def _round_trips() -> int:
+    """The round trips this thread's pipelined sends have noted (one per send)."""
+    return len(statements._local.__dict__.get("round_trips", {}).get("default", ()))
+
+
+def _in_transaction() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@in_transaction")
+        return bool(cursor.fetchone()[0])
