@@ -24,6 +24,8 @@ class DelayRelay:
         self.port = self.listener.getsockname()[1]
         self.loop = asyncio.new_event_loop()
         self.writers: set[asyncio.StreamWriter] = set()
+        #: Round trips so far, over every connection (see the module's docstring).
+        self.turns = 0
         self.thread = threading.Thread(target=self._run, name="delay-relay", daemon=True)
         self.thread.start()
 
@@ -45,9 +47,19 @@ class DelayRelay:
             writer.close()
             return
         self.writers.add(up_writer)
-        await asyncio.gather(self._pump(reader, up_writer), self._pump(up_reader, writer))
+        #: Who sent last on this connection: [True] for the client, [False] for the server.
+        last = [False]
+        await asyncio.gather(
+            self._pump(reader, up_writer, last, True), self._pump(up_reader, writer, last, False)
+        )
 
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pump(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        last: list[bool],
+        client: bool,
+    ) -> None:
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
         async def send() -> None:
@@ -63,6 +75,9 @@ class DelayRelay:
         sender = asyncio.create_task(send())
         try:
             while data := await reader.read(65536):
+                if client and not last[0]:
+                    self.turns += 1
+                last[0] = client
                 queue.put_nowait((time.monotonic() + self.delay, data))
         except OSError:
             pass
