@@ -188,6 +188,7 @@ class Bench:
             *self.worker_args,
             prefix=self.host.prefix(),
         )
+        supervisor.wrapped = False  # ip netns exec execs runworkers: its pid is the supervisor's
         try:
             wait_for(lambda: self._workers() >= processes, 300, interval=0.2)
             time.sleep(1.0)  # past the workers' start-up statements
