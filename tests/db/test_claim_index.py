@@ -10,6 +10,7 @@ import pytest
 from django.db import connection, transaction
 
 from django_skipqueue.models import Job
+from django_skipqueue.queues import unpaused
 from tests.support.bulkfill import insert_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.mysql]
@@ -57,14 +58,24 @@ def analyze() -> None:
         cursor.fetchall()
 
 
-def claim_once(owner: str) -> list[Job]:
-    return Job.objects.claim(["default"], limit=LIMIT, owner=owner)
+def measured_claim(owner: str) -> tuple[int, list[Job]]:
+    """Records one claim's statements read, and the jobs it claimed.
+
+    The list of paused queues, read at most once a second (about 11 records of its own on a
+    fresh connection), is read before the measure starts: it is not the claim's index at work.
+    """
+    unpaused(["default"])
+    claimed: list[Job] = []
+    reads = records_read_by(
+        lambda: claimed.extend(Job.objects.claim(["default"], limit=LIMIT, owner=owner))
+    )
+    return reads, claimed
 
 
 def test_claim_uses_the_claim_index_and_reads_only_what_it_claims():
     insert_jobs(500)
     analyze()
-    empty_history_reads = records_read_by(lambda: claim_once("w-empty"))
+    empty_history_reads, _ = measured_claim("w-empty")
 
     insert_jobs(200_000, status="succeeded", finished_seconds_ago=3600)
     insert_jobs(50_000, status="scheduled", run_after_seconds=86_400)
@@ -77,8 +88,7 @@ def test_claim_uses_the_claim_index_and_reads_only_what_it_claims():
     assert "filesort" not in (plan["Extra"] or ""), plan
     assert int(plan["rows"]) < 5_000, plan  # the ready prefix, not the history
 
-    claimed: list[Job] = []
-    big_history_reads = records_read_by(lambda: claimed.extend(claim_once("w-big")))
+    big_history_reads, claimed = measured_claim("w-big")
     assert len(claimed) == LIMIT
     assert all(job.status == "claimed" for job in claimed)
     assert empty_history_reads <= 3 * LIMIT + 10, empty_history_reads
