@@ -17,6 +17,7 @@ one attribute check and no query.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from functools import reduce
 from operator import or_
@@ -321,9 +322,8 @@ def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool
     """
     if not jobs:
         return []
-    if any(job.flow_slot for job in jobs):  # flow control: each gives its slot back
-        return _succeed_some_alone(jobs, return_values)
-    if all(job.batch_id is None for job in jobs):
+    slots = any(job.flow_slot for job in jobs)  # flow control: they give their slots back
+    if not slots and all(job.batch_id is None for job in jobs):
         return _succeed_many(jobs, return_values)
     using = jobs[0]._state.db or "default"
     with transaction.atomic(using=using):
@@ -334,22 +334,20 @@ def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool
             if ok and job.batch_id is not None
         ]
         count_in_batches(using, ended)
+        if slots:
+            held = [job for job, ok in zip(jobs, written, strict=True) if ok and job.flow_slot]
+            _release_slots(using, held)
     return written
 
 
-def _succeed_some_alone(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool]:
-    """Record the jobs that hold a flow slot one by one (each frees it), the rest batched."""
-    alone = [i for i, job in enumerate(jobs) if job.flow_slot]
-    rest = [i for i, job in enumerate(jobs) if not job.flow_slot]
-    written = [False] * len(jobs)
-    with transaction.atomic(using=jobs[0]._state.db or "default"):
-        for i in alone:
-            written[i] = succeed(jobs[i], return_values[i])
-        if rest:
-            done = succeed_many([jobs[i] for i in rest], [return_values[i] for i in rest])
-            for i, ok in zip(rest, done, strict=True):
-                written[i] = ok
-    return written
+def _release_slots(using: str, jobs: Sequence[Job]) -> None:
+    """Clear the flow slots of jobs that have just succeeded together; give them back (5)."""
+    if not jobs:
+        return
+    from django_skipqueue.flow import admission
+
+    Job.objects.using(using).filter(pk__in=[job.pk for job in jobs]).update(flow_slot=False)
+    admission.release_many(using, Counter(job.flow_key for job in jobs if job.flow_key))
 
 
 def succeed_many_later(

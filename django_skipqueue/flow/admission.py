@@ -9,7 +9,7 @@ then the blocked rows it admits; an enqueue holds no job row before the key's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -175,6 +175,17 @@ def release(using: str, key: str, *, failed: bool = False, job_id: int | None = 
     if state.limit is not None and state.running > 0:
         state.running -= 1
     admit(using, state, stored_running=stored)
+
+
+def release_many(using: str, counts: Mapping[str, int]) -> None:
+    """Give back ``counts[key]`` slots of each key (jobs that succeeded in one batch), and
+    admit the next jobs; the keys' rows are locked in key order, one read for all of them."""
+    rows = FlowKey.objects.using(using).select_for_update().filter(key__in=sorted(counts))
+    for state in rows.order_by("key"):
+        stored = state.running
+        if state.limit is not None:
+            state.running = max(0, state.running - counts[state.key])
+        admit(using, state, stored_running=stored)
 
 
 def admit_keys(using: str, keys: Iterable[str]) -> None:
