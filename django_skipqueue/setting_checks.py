@@ -115,6 +115,8 @@ RULES: dict[str, Rule] = {
     "WAKEUP_HOST": one_of(str, None, wanted="an address (a string) or None"),
     "WAKEUP_MAX_RATE": or_none(positive),
     "RELEASE_JOB_CONNECTIONS": one_of(bool, wanted="True or False"),
+    "PREFETCH": or_none(whole(0)),  # None: adaptive, 0: off
+    "PREFETCH_MAX_WAIT": seconds(),
     "DATABASE_TIMEOUT": seconds(none=True),
     "RESTART_BACKOFF_MAX": seconds(zero=True),
     "REAP_INTERVAL": seconds(),

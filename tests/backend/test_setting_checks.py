@@ -53,6 +53,9 @@ def test_misspelled_settings_are_named_with_the_likely_intended_one(settings):
         ("WAKEUP", "yes", "must be True or False"),
         ("PURGE_REPLICAS", ["nowhere"], "a list of aliases in DATABASES"),
         ("PURGE_RETENTION", {"failed": "forever"}, "not 'forever' for 'failed'"),
+        ("PREFETCH", -1, "a whole number >= 0, or None"),
+        ("PREFETCH", "auto", "a whole number >= 0, or None"),
+        ("PREFETCH_MAX_WAIT", 0, "greater than 0"),
     ],
 )
 def test_invalid_values_are_errors(settings, name, value, expected):
