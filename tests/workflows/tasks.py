@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from django_skipqueue.compat import TaskContext
 from django_skipqueue.models import Job
@@ -12,8 +13,9 @@ from tests.support.worker_tasks import write_ledger
 
 
 @task(takes_context=True, max_attempts=10, retry_backoff=0)
-def part(context: TaskContext, n: int, flaky: bool = False) -> int:
-    """Return ``n * 2``; a flaky part raises on its first attempt (and is retried)."""
+def part(context: TaskContext, n: int, flaky: bool = False, pause: float = 0.0) -> int:
+    """Return ``n * 2`` after ``pause`` seconds; a flaky part raises on its first attempt."""
+    time.sleep(pause)
     if flaky and context.attempt == 1:
         raise RuntimeError(f"part {n} fails once")
     return n * 2

@@ -58,7 +58,10 @@ def run_until(supervisor: Supervisor, killer: Killer, done, timeout: float) -> f
 def test_a_batch_of_5000_with_retries_and_kills_fires_each_callback_once(
     test_database_url, backend, tmp_path
 ):
-    calls = [(part, [n], {"flaky": n % 10 == 0}) for n in range(JOBS)]
+    # 10 ms a job: 3 x 4 workers take some seconds, so the kills land while the batch runs (with
+    # no-op jobs and claiming ahead the batch ended before the third kill); short enough that
+    # claiming ahead stays on, and is killed too.
+    calls = [(part, [n], {"flaky": n % 10 == 0, "pause": 0.01}) for n in range(JOBS)]
     with batch(on_success=callback_once, on_finish=callback_once, on_failure=callback_once,
                callback_kwargs={"label": "batch"}) as opened:  # fmt: skip
         for start in range(0, JOBS, 1000):
