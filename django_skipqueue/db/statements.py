@@ -112,12 +112,30 @@ def _managed_by_us(
             pending.flush()
     except BaseException:
         connection.autocommit = True
+        _forget_unclosed_atomic(connection)
         if pending is None or pending.begun:
             _rollback(cursor)
         raise
     connection.autocommit = True
     if pending is None or pending.begun:
         cursor.execute("COMMIT")
+
+
+def _forget_unclosed_atomic(connection: Any) -> None:
+    """Drop the state of an ``atomic()`` that the failed block entered and never left.
+
+    The block began outside any atomic block (short_transaction checks), so one still open
+    here was left by ``Atomic.__enter__`` itself: its SAVEPOINT failed on a connection the
+    server had dropped, after Django had marked the block begun, and ``__exit__`` never ran.
+    Left so, every later query of the thread would fail with TransactionManagementError (a
+    worker would stop instead of reconnecting). The transaction is rolled back or gone.
+    """
+    if connection.in_atomic_block:
+        connection.in_atomic_block = False
+        connection.savepoint_ids = []
+        connection.needs_rollback = False
+        connection.commit_on_exit = True
+        connection.closed_in_transaction = False
 
 
 class _Pending:

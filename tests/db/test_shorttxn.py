@@ -175,3 +175,24 @@ def _in_transaction() -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT @@in_transaction")
         return bool(cursor.fetchone()[0])
+
+
+@pytest.mark.mysql
+def test_a_connection_killed_inside_the_block_leaves_no_atomic_block_open():
+    """An atomic() whose SAVEPOINT meets a dropped connection never runs its __exit__: the
+    block's failure must not leave the thread "inside an atomic block" for ever."""
+    connection.ensure_connection()
+    victim = connection.connection.thread_id()
+    killer = connections.create_connection("default")
+    try:
+        with pytest.raises(DatabaseError), short_transaction("default"):
+            Job.objects.exists()  # the transaction has begun
+            with killer.cursor() as cursor:
+                cursor.execute(f"KILL {int(victim)}")
+            with transaction.atomic():
+                Job.objects.exists()
+    finally:
+        killer.close()
+    assert not connection.in_atomic_block
+    connection.close()
+    assert Job.objects.count() == 0, "the thread's next query reconnects and runs"
