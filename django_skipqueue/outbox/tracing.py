@@ -33,7 +33,7 @@ def traced(transport: Transport) -> Transport:
     return TracedTransport(transport) if tracing.enabled() else transport
 
 
-class TracedTransport:
+class TracedTransport(Transport):
     """Send through ``inner``, each message inside a span of its own trace."""
 
     def __init__(self, inner: Transport) -> None:
@@ -52,11 +52,6 @@ class TracedTransport:
 
     def close(self) -> None:
         self.inner.close()
-
-    def send(self, message: Outgoing) -> None:
-        result = self.send_many([message])[0]
-        if result is not None:
-            raise result
 
     def send_many(
         self, messages: Sequence[Outgoing], while_waiting: Callable[[], object] | None = None

@@ -54,7 +54,14 @@ class Transport(Protocol):
         """Create (or check) the exchanges or streams the topics are sent to."""
 
     def send(self, message: Outgoing) -> None:
-        """Publish ``message`` and wait for the broker's confirm."""
+        """Publish ``message`` and wait for the broker's confirm; raise its refusal.
+
+        The same for every transport (one that subclasses ``Transport`` inherits it):
+        :meth:`send_many` of the message alone.
+        """
+        result = self.send_many([message])[0]
+        if result is not None:
+            raise result
 
     def send_many(
         self, messages: Sequence[Outgoing], while_waiting: Callable[[], object] | None = None

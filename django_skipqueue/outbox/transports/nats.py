@@ -12,7 +12,7 @@ import nats.errors
 import nats.js.errors
 
 from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
-from . import Outgoing, Result
+from . import Outgoing, Result, Transport
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 ACK_TIMEOUT = 10.0
 
 
-class NatsTransport:
+class NatsTransport(Transport):
     """Publish to ``<subject>.<key>`` (or the subject alone without a key) on JetStream."""
 
     #: The broker, as OpenTelemetry's ``messaging.system`` names it (the relay's spans).
@@ -52,11 +52,6 @@ class NatsTransport:
                 self._run(self._js.find_stream_name_by_subject(f"{subject}.x"))
             except nats.js.errors.NotFoundError as error:
                 raise BrokerUnavailable(f"no JetStream stream captures {subject}.>") from error
-
-    def send(self, message: Outgoing) -> None:
-        result = self.send_many([message])[0]
-        if result is not None:
-            raise result
 
     def send_many(
         self, messages: Sequence[Outgoing], while_waiting: Callable[[], object] | None = None

@@ -19,7 +19,7 @@ import pika.frame
 import pika.spec
 
 from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
-from . import Outgoing, Result, Unanswered
+from . import Outgoing, Result, Transport, Unanswered
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ REFUSED_FOR_GOOD = frozenset({406})  # PRECONDITION_FAILED: over max_message_siz
 CONFIRM_TIMEOUT = 30.0
 
 
-class RabbitMQTransport:
+class RabbitMQTransport(Transport):
     """Publish to the exchange of the topic with the key as routing key."""
 
     #: The broker, as OpenTelemetry's ``messaging.system`` names it (the relay's spans).
@@ -66,11 +66,6 @@ class RabbitMQTransport:
         channel = self._ready_channel()
         for exchange in destinations:
             channel.exchange_declare(exchange, exchange_type="topic", durable=True)
-
-    def send(self, message: Outgoing) -> None:
-        result = self.send_many([message])[0]
-        if result is not None:
-            raise result
 
     def send_many(
         self, messages: Sequence[Outgoing], while_waiting: Callable[[], object] | None = None
