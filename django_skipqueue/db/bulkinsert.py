@@ -26,9 +26,7 @@ def insert_rows(jobs: Sequence[Job], using: str) -> None:
     if not jobs:
         return
     connection = connections[using]
-    fields = insert_fields()
-    columns = [_column(field, jobs, connection) for field in fields]
-    sql, params = _statement(fields, columns, len(jobs), connection)
+    sql, params = _insert_statement(jobs, connection)
     returning = connection.features.can_return_rows_from_bulk_insert
     with connection.cursor() as cursor:
         cursor.execute(sql + (" RETURNING `id`" if returning else ""), params)
@@ -50,9 +48,7 @@ def insert_rows_keyed(jobs: Sequence[Job], using: str, *, returning: bool | None
     if not jobs:
         return
     connection = connections[using]
-    fields = insert_fields()
-    columns = [_column(field, jobs, connection) for field in fields]
-    sql, params = _statement(fields, columns, len(jobs), connection)
+    sql, params = _insert_statement(jobs, connection)
     sql = sql.replace("INSERT INTO", "INSERT IGNORE INTO", 1)
     if returning is None:
         returning = connection.features.can_return_rows_from_bulk_insert
@@ -150,15 +146,17 @@ def _all_same(values: list[Any], first: Any) -> bool:
     return values.count(first) == len(values)
 
 
-def _statement(
-    fields: list[Field[Any, Any]], columns: list[Column], count: int, connection: Any
-) -> tuple[str, list[Any]]:
+def _insert_statement(jobs: Sequence[Job], connection: Any) -> tuple[str, list[Any]]:
+    """The multi-row INSERT of ``jobs``: the values every row shares written once as
+    literals, the others as parameters."""
+    fields = insert_fields()
+    columns = [_column(field, jobs, connection) for field in fields]
     quote = connection.ops.quote_name
     literals = [_literal(connection, value) if same else "%s" for same, value in columns]
     row_sql = "(" + ", ".join(literals) + ")"
     names = ", ".join(quote(field.column) for field in fields)
     sql = f"INSERT INTO {quote(Job._meta.db_table)} ({names}) VALUES " + ", ".join(
-        [row_sql] * count
+        [row_sql] * len(jobs)
     )
     varying = [values for same, values in columns if not same]
     params = [value for row in zip(*varying, strict=True) for value in row] if varying else []
