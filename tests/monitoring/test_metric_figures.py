@@ -35,6 +35,7 @@ from django_skipqueue.worker.options import WorkerOptions
 from django_skipqueue.worker.owner import owner_id
 from tests.support import worker_tasks as wt
 from tests.support.bulkfill import insert_jobs
+from tests.support.handler_reads import handler_reads
 from tests.support.tasks import noop
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -222,19 +223,6 @@ def test_a_scrape_reads_about_as_many_rows_on_a_big_table(settings):
     # Counted up to the cap, then estimated: scheduled jobs, pending and dead messages, free
     # units, each at most CAP + 1 index entries read into a derived table and read back.
     assert reads < baseline + 4 * 2 * (CAP + 1) + 500, (baseline, reads)
-
-
-def handler_reads(work) -> int:
-    """The rows (index entries) the server read for ``work``, from the session's counters."""
-
-    def total() -> int:
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW SESSION STATUS LIKE 'Handler_read%%'")
-            return sum(int(value) for _, value in cursor.fetchall())
-
-    before = total()
-    work()
-    return total() - before - 10  # the SHOW itself
 
 
 @pytest.mark.mysql

@@ -17,6 +17,7 @@ from django_skipqueue.models import Job, MaintenanceRun, QueueMinute, WorkerProc
 from django_skipqueue.monitoring.metrics import CLAIM_LATENCY_BUCKETS_MS, empty_histogram
 from django_skipqueue.monitoring.stats import DEPTH_STATUSES, queue_status
 from tests.support.bulkfill import insert_jobs
+from tests.support.handler_reads import handler_reads
 from tests.support.tasks import noop
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -232,14 +233,3 @@ def test_status_reads_do_not_grow_with_the_ready_backlog():
     reads = handler_reads(lambda: queue_status("default", QUEUES, cap=1000))
     # Ready is counted up to the cap per queue; nothing else grows with the backlog.
     assert reads < baseline + 2 * 2 * 1001 + 200, (baseline, reads)
-
-
-def handler_reads(work) -> int:
-    def total() -> int:
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW SESSION STATUS LIKE 'Handler_read%%'")
-            return sum(int(value) for _, value in cursor.fetchall())
-
-    before = total()
-    work()
-    return total() - before - 10  # the SHOW itself

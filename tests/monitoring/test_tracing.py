@@ -23,21 +23,10 @@ from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import WorkerOptions
 from django_skipqueue.worker.owner import owner_id
 from tests.support import worker_tasks as wt
-from tests.support.otel import EXPORTER, install
+from tests.support.otel import finished
 from tests.support.tasks import noop
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def provider():
-    return install()
-
-
-@pytest.fixture(autouse=True)
-def tracing_on(settings):
-    settings.SKIPQUEUE_TRACING = True
-    EXPORTER.clear()
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("tracing_on")]
 
 
 def run_worker(monkeypatch) -> None:
@@ -51,10 +40,6 @@ def enqueue_view(request):
     return HttpResponse(result.id)
 
 
-def spans(name_start: str):
-    return [s for s in EXPORTER.get_finished_spans() if s.name.startswith(name_start)]
-
-
 def test_the_request_that_enqueues_and_the_jobs_run_share_one_trace(
     monkeypatch, close_thread_connections
 ):
@@ -63,8 +48,8 @@ def test_the_request_that_enqueues_and_the_jobs_run_share_one_trace(
         job_id = int(enqueue_view(RequestFactory().get("/enqueue")).content)
     assert Job.objects.get(pk=job_id).trace_context["traceparent"]
     run_worker(monkeypatch)
-    [enqueue] = spans("skipqueue enqueue")
-    [attempt] = spans("skipqueue run")
+    [enqueue] = finished("skipqueue enqueue")
+    [attempt] = finished("skipqueue run")
     trace_id = request_span.get_span_context().trace_id
     assert enqueue.context.trace_id == attempt.context.trace_id == trace_id
     assert enqueue.parent.span_id == request_span.get_span_context().span_id
@@ -80,7 +65,7 @@ def test_the_request_that_enqueues_and_the_jobs_run_share_one_trace(
 def test_a_failing_attempt_records_its_exception(monkeypatch, close_thread_connections):
     job_id = wt.always_fail.enqueue().id
     run_worker(monkeypatch)
-    attempts = spans("skipqueue run")
+    attempts = finished("skipqueue run")
     assert attempts and all(a.attributes["skipqueue.job_id"] == int(job_id) for a in attempts)
     failed = attempts[-1]
     assert failed.status.status_code == StatusCode.ERROR
@@ -110,4 +95,4 @@ def test_tracing_off_stores_nothing(settings):
     with trace.get_tracer("test").start_as_current_span("GET /off"):
         job_id = noop.enqueue().id
     assert Job.objects.get(pk=job_id).trace_context is None
-    assert not spans("skipqueue")
+    assert not finished("skipqueue")

@@ -29,20 +29,13 @@ from django_skipqueue.outbox.transports import Transport
 from django_skipqueue.outbox.transports.nats import NatsTransport
 from django_skipqueue.outbox.transports.rabbitmq import RabbitMQTransport
 from tests.support.brokers import NATS_PORT, NatsStream, RabbitQueue, rabbitmq_vhost
-from tests.support.otel import EXPORTER, finished, install
+from tests.support.otel import finished
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def provider():
-    return install()
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("tracing_on")]
 
 
 @pytest.fixture(autouse=True)
-def tracing_on(settings):
-    settings.SKIPQUEUE_TRACING = True
-    EXPORTER.clear()
+def outbox_partitions() -> None:
     partitions.ensure_partitions("default", get_settings().OUTBOX_PARTITIONS)
 
 
