@@ -72,6 +72,15 @@ def hold_then_record_tx(
     return write_ledger(context, "hold_then_record_tx")
 
 
+@task(takes_context=True, retry_backoff=0)
+def wait_then_record(context: TaskContext, proceed: str = "", label: str = "") -> int:
+    """Wait for ``proceed`` to exist (at most a minute), on every attempt; then write the row."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not Path(proceed).exists():
+        pause(0.02)
+    return write_ledger(context, label)
+
+
 # Poison jobs: each must end ``failed`` after its attempts, with an error that says why.
 
 

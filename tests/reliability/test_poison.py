@@ -4,6 +4,11 @@ One kills its process, one hangs past its timeout (in a thread, and on the event
 raises from a coroutine, one names a task that no longer exists (failed at its first attempt).
 Good jobs queued with them still run, and the worker pool survives: the supervisor replaces
 what died.
+
+The jobs a killed process held lose their attempt with it (``WorkerDied``: the supervisor
+cannot tell which of them killed it). The first test runs one job per process at a time, so
+that each poison job fails by its own fault every run; the second holds a job beside the
+crashing one on purpose.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from django_skipqueue.models import Job
 from testproject.demo.models import LedgerEntry
 from tests.reliability import tasks
 from tests.reliability.audit import audit, job_rows
-from tests.reliability.procs import Supervisor
+from tests.reliability.procs import Supervisor, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.mysql, pytest.mark.slow]
 
@@ -46,9 +51,14 @@ def test_poison_jobs_fail_after_their_attempts_and_good_jobs_run(
     Job.objects.filter(pk=poison["gone"].id).update(task_path=GONE)
     good = backend.enqueue_many([(tasks.record, [], {"label": "good"})] * 50)
 
+    # One thread and no claiming ahead: a process holds one job at a time, so no job is ever a
+    # bystander of the crash (the second test is about those). With two threads the jobs,
+    # enqueued side by side, were claimed together, and the hang job lost both attempts to
+    # the crash of the process it shared (WorkerDied twice, never timed out).
     supervisor = Supervisor(
         rel_env(RESTART_BACKOFF_MAX=1.0), tmp_path / "runworkers.log",
-        "--processes", "2", "--threads", "2", "--burst", "--queues", "default",
+        "--processes", "2", "--threads", "1", "--prefetch", "0", "--burst",
+        "--queues", "default",
     )  # fmt: skip
     try:
         code = supervisor.wait(timeout=120)
@@ -58,18 +68,14 @@ def test_poison_jobs_fail_after_their_attempts_and_good_jobs_run(
 
     jobs = {name: Job.objects.get(pk=result.id) for name, result in poison.items()}
     figures.update({name: f"{job.status}: {error_names(job)}" for name, job in jobs.items()})
-    # A task path that names no Task fails at once: it spends a second attempt only when a
-    # crash of the process that held it came first (WorkerDied).
-    gone_attempts = 1 + error_names(jobs["gone"]).count("WorkerDied")
+    # A task path that names no Task fails at its first attempt; the others after both.
     assert {name: (job.status, job.attempts) for name, job in jobs.items()} == {
-        name: ("failed", gone_attempts if name == "gone" else 2) for name in poison
+        name: ("failed", 1 if name == "gone" else 2) for name in poison
     }
-    # Each attempt ended with the job's own error, or with WorkerDied when it shared its
-    # process with the crashing job (a bystander's attempt is spent too: it may have been
-    # the killer). The last error is always the job's own.
-    for name, reason in REASONS.items():
-        names = error_names(jobs[name])
-        assert names[-1] == reason and set(names) <= {reason, "WorkerDied"}, (name, names)
+    # Every attempt ended with the job's own error.
+    assert {name: error_names(job) for name, job in jobs.items()} == {
+        name: [reason] * (1 if name == "gone" else 2) for name, reason in REASONS.items()
+    }
     assert "an async task failed" in jobs["async_explode"].errors[-1]["traceback"]
     assert GONE in jobs["gone"].errors[-1]["traceback"]
     assert "died" in jobs["crash"].errors[-1]["traceback"]
@@ -83,4 +89,44 @@ def test_poison_jobs_fail_after_their_attempts_and_good_jobs_run(
     )
     figures.update(good=report.as_dict())
     assert report.problems == [] and report.succeeded == 50
+    assert not rows.exclude(attempts=1).exists(), "no good job shared a process with a poison"
     assert not Job.objects.filter(Q(status="claimed") | Q(status="ready")).exists()
+
+
+def test_a_crash_spends_the_attempts_of_the_jobs_its_process_held(rel_env, tmp_path, figures):
+    """A job held beside the crashing one loses its attempt each time the process dies.
+
+    One process with two threads claims both jobs at once (nothing else is ready), twice:
+    the crash job fails after its two attempts, both ``WorkerDied``, and the bystander, which
+    waits for a file meanwhile, has spent two of its three attempts the same way. Its third
+    attempt runs once the file exists, and writes the only ledger row.
+    """
+    proceed = tmp_path / "proceed"
+    crash = tasks.crash.enqueue()
+    bystander = tasks.wait_then_record.using(max_attempts=3).enqueue(
+        proceed=str(proceed), label="bystander"
+    )
+    supervisor = Supervisor(
+        rel_env(RESTART_BACKOFF_MAX=1.0), tmp_path / "runworkers.log",
+        "--processes", "1", "--threads", "2", "--prefetch", "0", "--burst",
+        "--queues", "default",
+    )  # fmt: skip
+    try:
+        wait_for(lambda: Job.objects.get(pk=crash.id).status == "failed", 120)
+        proceed.touch()
+        code = supervisor.wait(timeout=120)
+    finally:
+        supervisor.stop()
+    assert code == 0, supervisor.log()[-3000:]
+
+    crashed, held = Job.objects.get(pk=crash.id), Job.objects.get(pk=bystander.id)
+    figures.update(
+        crash=f"{crashed.status}: {error_names(crashed)}",
+        bystander=f"{held.status}: {error_names(held)}",
+    )
+    assert (crashed.status, crashed.attempts) == ("failed", 2)
+    assert error_names(crashed) == ["WorkerDied", "WorkerDied"]
+    assert (held.status, held.attempts) == ("succeeded", 3)
+    assert error_names(held) == ["WorkerDied", "WorkerDied"]
+    ledger = LedgerEntry.objects.filter(label="bystander").values_list("job_id", "attempt")
+    assert list(ledger) == [(int(bystander.id), 3)]
