@@ -2,7 +2,7 @@
 
 Run inside another host's namespace by the flood test: half the datagrams name the queue
 ``default`` (each could start a claim), half are malformed (not queue names). Paced in
-one-millisecond ticks; prints what it sent as JSON.
+one-millisecond ticks; prints what it sent as JSON, with the seconds it sent for.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def main(argv: list[str]) -> int:
                 dropped += 1
         time.sleep(0.001)
     elapsed = time.monotonic() - began
-    print(json.dumps({"sent": sent, "not_sent": dropped, "rate": round(sent / elapsed)}))
+    report = {"sent": sent, "not_sent": dropped, "rate": round(sent / elapsed)}
+    print(json.dumps({**report, "seconds": round(elapsed, 3)}))
     return 0
 
 
