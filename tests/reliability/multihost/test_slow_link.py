@@ -7,7 +7,7 @@ jobs (each writes a ledger row from its job thread) drain over the plain bridge 
 slow link. Nothing may be lost; the figures say what a round trip costs (docs/reliability.md).
 The second test holds the worker to its promise for ``4 x 16`` workers: over the 20 ms link,
 at least SLOW_TO_PLAIN of the plain bridge's throughput, measured in the same test with the
-two links taking turns.
+two links taking turns, in at most ROUND_TRIPS_PER_JOB round trips a job.
 """
 
 from __future__ import annotations
@@ -28,10 +28,17 @@ CONFIGURATIONS = ((2, 8),)
 #: One-way delay in ms and loss in percent each way; (0, 0): the plain bridge.
 LINKS = ((0, 0), (10, 1))
 #: The promise of docs/reliability.md: 4 x 16 workers over a 20 ms round trip drain at least
-#: this share of what they drain over the plain bridge. Measured 0.34 to 0.61 at loads of 5 to
-#: 16 on two cores (the relay and the workers wait for a core after every packet there); the
-#: code before claiming ahead and the three-round-trip claim measured 0.19 and 0.28.
+#: this share of what they drain over the plain bridge. Measured 0.26 to 0.61 at loads of 5 to
+#: 19 on two cores, 0.27 in a loaded CI run (the relay and the workers wait for a core after
+#: every packet there). The load moves it too much to tell today's code from the code before
+#: claiming ahead and the three-round-trip claim (b3dd8cf: 0.19, 0.26, 0.27, 0.28, 0.32): it
+#: fails a link that stalls.
 SLOW_TO_PLAIN = 0.25
+#: Most round trips a job over the 20 ms link, every connection of the host counted (the
+#: supervisor's too), which the load hardly moves: today's code 2.76 to 3.19 at loads of 9 to
+#: 19 (3.07 with --prefetch 0), b3dd8cf 4.28 to 4.34 at loads of 9 to 20 (a ping before each
+#: job, six round trips a claim).
+ROUND_TRIPS_PER_JOB = 3.5
 #: Jobs per drain of the 4 x 16 test, and drains per link (the links take turns).
 WIDE_JOBS = 800
 WIDE_TURNS = 2
@@ -95,6 +102,7 @@ def drain_over(
         if relay is not None:
             relay.close()
     if relay is not None:
+        measured["round_trips"] = relay.turns
         measured["round_trips_per_job"] = round(relay.turns / jobs, 2)
     return measured
 
@@ -123,8 +131,10 @@ def test_4x16_over_20ms_keep_a_stated_share_of_the_bridge(hosts, figures):
     """4 processes x 16 threads: the 20 ms link and the bridge take turns, WIDE_TURNS each.
 
     The share compares the totals (jobs over seconds of draining) of each link, so that a
-    moment of load on the machine weighs on both sides alike. The claim latencies reported
-    are those of the workers' last heartbeat before the drain ended, if one came.
+    moment of load on the machine weighs on both sides alike. The round trips a job are those
+    the relay counted over the 20 ms drains: what the worker's code costs on a long link, which
+    the load leaves nearly as it is. The claim latencies reported are those of the workers'
+    last heartbeat before the drain ended, if one came.
     """
     runs: dict[str, list[dict]] = {"bridge": [], "20ms": []}
     for turn in range(WIDE_TURNS):
@@ -139,6 +149,8 @@ def test_4x16_over_20ms_keep_a_stated_share_of_the_bridge(hosts, figures):
         return sum(r["jobs"] for r in runs[link]) / sum(r["seconds"] for r in runs[link])
 
     share = rate("20ms") / rate("bridge")
+    slow = runs["20ms"]
+    round_trips = sum(r["round_trips"] for r in slow) / sum(r["jobs"] for r in slow)
     report = audit(hosts.db.jobs(), hosts.db.ledger(), task_errors=True)
     figures.update(
         runs=runs,
@@ -146,9 +158,12 @@ def test_4x16_over_20ms_keep_a_stated_share_of_the_bridge(hosts, figures):
         slow_jobs_per_s=round(rate("20ms"), 1),
         slow_to_plain=round(share, 2),
         promised=SLOW_TO_PLAIN,
+        round_trips_per_job=round(round_trips, 2),
+        promised_round_trips=ROUND_TRIPS_PER_JOB,
         **report.as_dict(),
     )
     assert report.problems == [] and (report.lost, report.failed) == (0, 0)
     assert report.succeeded == WIDE_JOBS * WIDE_TURNS * 2
     assert len(hosts.db.ledger()) == WIDE_JOBS * WIDE_TURNS * 2
     assert share >= SLOW_TO_PLAIN, f"20 ms drained {share:.2f} of the bridge's throughput"
+    assert round_trips <= ROUND_TRIPS_PER_JOB, f"{round_trips:.2f} round trips a job at 20 ms"
