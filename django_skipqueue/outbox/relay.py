@@ -17,7 +17,7 @@ from . import partitions
 from .partitions import Row
 from .settle import Outcomes, mark_claimed, settle
 from .tracing import traced
-from .transports import Outgoing, Result, Transport, Unanswered
+from .transports import MaybeTaken, Outgoing, Result, Transport, Unanswered
 
 logger = logging.getLogger("django_skipqueue.outbox.relay")
 
@@ -122,12 +122,13 @@ class Relay:
 
     def give_back(self) -> None:
         """Return a claim taken for a round that will not run (the relay stops): its messages
-        unstamped (no attempt spent, no trace of a duplicate), its partitions released."""
+        as the claim found them (no attempt spent; an earlier claim's trace of a possible
+        duplicate kept), its partitions released."""
         claim, self._next = self._next, None
         if claim is None:
             return
         with short_transaction(self.using):
-            untried = Outcomes(untried=[m.pk for m in claim.messages])
+            untried = Outcomes(untried=list(claim.messages))
             settle(self.using, claim.token, untried, backoff=0, cap=0, max_attempts=1)
             partitions.release(self.using, self.name, claim.numbers)
 
@@ -206,7 +207,7 @@ class Relay:
 
         while pending:
             if time.monotonic() > deadline:
-                outcomes.untried += [m.pk for m in pending]
+                outcomes.untried += pending
                 break
             wave, pending = _wave(pending, stopped, outcomes, settings.OUTBOX_IN_FLIGHT_PER_KEY)
             resent += sum(message.owner is not None for message in wave)
@@ -217,7 +218,7 @@ class Relay:
                 answers = self.transport.send_many(sending, while_waiting=prefetch)
             broken = self._record(wave, sending, answers, stopped, outcomes)
             if broken is not None or len(answers) < len(wave):
-                outcomes.untried += [m.pk for m in pending]
+                outcomes.untried += pending
                 return outcomes, resent, broken or BrokerUnavailable("connection lost"), 0.0
         return outcomes, resent, None, overlapped[0]
 
@@ -236,10 +237,11 @@ class Relay:
                 message.key
                 and message.key in stopped
                 and isinstance(answer, MessageNotConfirmed | MessageRejected)
+                and not isinstance(answer, MaybeTaken)
             ):
                 # Behind a failed message of its key, and refused too (or, Unanswered, not
                 # taken): it waits for its key's retry instead of being sent out of order.
-                outcomes.untried.append(message.pk)
+                outcomes.untried.append(message)
                 continue
             if isinstance(answer, Unanswered):
                 # The broker closed the channel mid-wave, refusing one message: ask again one
@@ -258,11 +260,15 @@ class Relay:
                 broken = answer
             elif isinstance(answer, MessageRejected):
                 outcomes.dead.append((message, str(answer)))
+            elif isinstance(answer, MaybeTaken):
+                # No answer on a live connection: retried later, marked as a possible duplicate.
+                outcomes.retry_unanswered.append((message, str(answer)))
+                stopped.add(message.key)
             else:
                 outcomes.retry.append((message, str(answer)))
                 stopped.add(message.key)
-        for message in wave[len(answers) :]:  # never sent: the connection broke before it
-            outcomes.untried.append(message.pk)
+        # Never sent: the connection broke before them.
+        outcomes.untried += wave[len(answers) :]
         return broken
 
     def _send_one(self, message: Outgoing) -> Result | None:
@@ -285,7 +291,7 @@ def _wave(
     for message in pending:
         key = message.key
         if key and key in stopped:
-            outcomes.untried.append(message.pk)
+            outcomes.untried.append(message)
         elif len(wave) >= PIPELINE or (key and counts.get(key, 0) >= per_key):
             rest.append(message)
         else:

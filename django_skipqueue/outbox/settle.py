@@ -22,11 +22,15 @@ class Outcomes:
     """The fate of each message of a round, filled in while publishing."""
 
     sent: list[int] = field(default_factory=list)
+    #: Refused by the broker: retried later (or a dead letter after its attempts).
     retry: list[tuple[Row, str]] = field(default_factory=list)
+    #: Retried later too, but the broker never answered: it may have taken the message.
+    retry_unanswered: list[tuple[Row, str]] = field(default_factory=list)
     dead: list[tuple[Row, str]] = field(default_factory=list)
     #: Published but unconfirmed when the connection broke: may have reached the broker.
     unknown: list[tuple[Row, str]] = field(default_factory=list)
-    untried: list[int] = field(default_factory=list)
+    #: Never handed to the broker by this claim.
+    untried: list[Row] = field(default_factory=list)
     #: Confirmed after an earlier message of its key was refused (more than one in flight).
     overtaken: int = 0
 
@@ -51,11 +55,20 @@ def mark_claimed(using: str, ids: Sequence[int], token: str, relay: str, partiti
 def settle(
     using: str, token: str, outcomes: Outcomes, *, backoff: float, cap: float, max_attempts: int
 ) -> tuple[int, int, int]:
-    """Write the outcomes; return how many rows were deleted, retried and dead-lettered."""
+    """Write the outcomes; return how many rows were deleted, retried and dead-lettered.
+
+    ``owner`` keeps the trace of a copy that may have reached the broker: this claim's token
+    when its publish went unanswered, else what the row carried before this claim (the token
+    of an earlier claim left unsettled, or none). A row's next attempt is marked
+    ``X-Skipqueue-Resent`` whenever it carries one, so a refusal or a give-back by this claim
+    never erases an earlier claim's possible duplicate.
+    """
     objects = OutboxMessage.objects.using(using)
     sent = objects.filter(pk__in=outcomes.sent, owner=token).delete()[0] if outcomes.sent else 0
     retried = dead = 0
-    for message, error in outcomes.retry:
+    retries = [(m, error, m.owner) for m, error in outcomes.retry]
+    retries += [(m, error, token) for m, error in outcomes.retry_unanswered]
+    for message, error, trace in retries:
         if message.attempts >= max_attempts:
             dead += _dead(using, token, message, f"{error} (after {message.attempts} attempts)")
             continue
@@ -64,18 +77,25 @@ def settle(
             status=MessageStatus.RETRY,
             available_at=DatabaseNowPlus(delay),
             last_error=error,
-            owner=None,
+            owner=trace,
         )
     for message, error in outcomes.dead:
         dead += _dead(using, token, message, error)
     for message, error in outcomes.unknown:
         objects.filter(pk=message.pk, owner=token).update(last_error=error)
-    if outcomes.untried:
-        # Never handed to the broker: no attempt spent, no trace of a possible duplicate.
-        objects.filter(pk__in=outcomes.untried, owner=token).update(
-            owner=None, attempts=F("attempts") - 1
-        )
+    for trace, ids in _by_trace(outcomes.untried).items():
+        # Never handed to the broker by this claim: no attempt spent, and the row as the claim
+        # found it (one UPDATE in the usual case, where no earlier claim left a trace).
+        objects.filter(pk__in=ids, owner=token).update(owner=trace, attempts=F("attempts") - 1)
     return sent, retried, dead
+
+
+def _by_trace(messages: Sequence[Row]) -> dict[str | None, list[int]]:
+    """The ids of ``messages`` by the claim each carried before this one (None: none)."""
+    ids: dict[str | None, list[int]] = {}
+    for message in messages:
+        ids.setdefault(message.owner, []).append(message.pk)
+    return ids
 
 
 def _dead(using: str, token: str, message: Row, error: str) -> int:

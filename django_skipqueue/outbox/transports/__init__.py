@@ -6,7 +6,8 @@ fails. A message's answer is ``None`` (confirmed), or (what :meth:`Transport.sen
 :class:`~django_skipqueue.exceptions.MessageRejected` for a message the broker will never
 take (a dead letter), :class:`~django_skipqueue.exceptions.MessageNotConfirmed` for one to
 retry later, and :class:`~django_skipqueue.exceptions.BrokerUnavailable` when the connection
-is gone (the relay reconnects with backoff; no attempt is spent).
+is gone (the relay reconnects with backoff; no attempt is spent). :class:`MaybeTaken`, a
+``MessageNotConfirmed``, answers a message the broker may have taken without saying so.
 
 Owns that interface, the choice by scheme and one module per broker (``rabbitmq.py``,
 ``nats.py``). Must not import the outbox's models, relay or anything of the job queue but
@@ -28,6 +29,11 @@ from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejecte
 class Unanswered(MessageNotConfirmed):
     """The broker closed the channel before answering: send the message again on its own
     to learn whether it is the one refused."""
+
+
+class MaybeTaken(MessageNotConfirmed):
+    """No answer from the broker in time on a live connection: it may have taken the message,
+    so the relay retries it later marked as a possible duplicate (``X-Skipqueue-Resent``)."""
 
 
 #: A message's answer from :meth:`Transport.send_many`: ``None`` is the broker's confirm.

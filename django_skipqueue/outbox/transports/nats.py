@@ -12,7 +12,7 @@ import nats.errors
 import nats.js.errors
 
 from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
-from . import Outgoing, Result, Transport
+from . import MaybeTaken, Outgoing, Result, Transport
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +137,8 @@ class NatsTransport(Transport):
         if not future.done():
             future.cancel()
             if self._client is not None and self._client.is_connected:
-                return MessageNotConfirmed(f"no ack from JetStream in {ACK_TIMEOUT:g}s")
+                # Written to the connection, unanswered: JetStream may have stored it.
+                return MaybeTaken(f"no ack from JetStream in {ACK_TIMEOUT:g}s")
             return BrokerUnavailable("NATS connection lost before the ack")
         error = future.exception()
         if error is None:
@@ -146,7 +147,7 @@ class NatsTransport(Transport):
             return MessageRejected("no JetStream stream captures the subject")
         if isinstance(error, nats.js.errors.APIError):
             return MessageNotConfirmed(f"JetStream refused it: {error}")
-        return MessageNotConfirmed(f"no ack from JetStream: {error!r}")
+        return MaybeTaken(f"no ack from JetStream: {error!r}")
 
     def keepalive(self) -> None:
         """Let the client answer the server's pings while the relay waits."""
