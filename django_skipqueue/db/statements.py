@@ -113,6 +113,9 @@ def _managed_by_us(
     except BaseException:
         connection.autocommit = True
         _forget_unclosed_atomic(connection)
+        # An atomic block inside that failed (a claim's) marked the transaction for a
+        # rollback: this one. Left set, the retry's first query would be refused.
+        connection.needs_rollback = False
         if pending is None or pending.begun:
             _rollback(cursor)
         raise
@@ -249,10 +252,15 @@ def is_retryable(error: BaseException) -> bool:
 def retry_whole_transaction[T](using: str, work: Callable[[], T], *, attempts: int = 5) -> T:
     """Run ``work`` (one complete transaction) again after a deadlock or lock-wait timeout.
 
-    Inside a caller's atomic block only part of a transaction would be retried, and 1205
-    rolls back just the statement, so there the error is raised for the caller to handle.
+    Inside a caller's transaction only part of it would be retried, so there the error is
+    raised for the caller's own retry. That is an atomic block, or a :func:`short_transaction`,
+    which Django sees as autocommit turned off. A deadlock has rolled back the whole of it:
+    run again alone, ``work`` would commit statement by statement (the server left the
+    transaction) and the caller's block would go on as if its earlier writes had held. A
+    1205 rolls back just the statement.
     """
-    if connections[using].in_atomic_block:
+    connection = connections[using]
+    if connection.in_atomic_block or not connection.get_autocommit():
         return work()
     for attempt in range(1, attempts + 1):
         try:
