@@ -136,7 +136,7 @@ RELEASE = _transition(
     (S.CLAIMED,),
     S.READY,
     "owner lease_until attempts started_at",
-    "worker at shutdown",
+    "worker at shutdown, or a job thread refused a connection before its task began",
 )
 FAIL = _transition(
     9,

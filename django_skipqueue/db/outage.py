@@ -20,8 +20,9 @@ logger = logging.getLogger("django_skipqueue.database")
 
 #: Seconds between two "still unreachable" lines while an outage lasts.
 SUMMARY_SECONDS = 60.0
-#: Error codes of a server that refuses a connection because it holds too many already.
-TOO_MANY_CONNECTIONS = (1040, 1203)
+#: Error codes of a server that refuses a connection because it holds too many already
+#: (max_connections, max_user_connections, or the account's MAX_USER_CONNECTIONS).
+TOO_MANY_CONNECTIONS = (1040, 1203, 1226)
 #: What the first line adds for them: the server is up, the budget is spent.
 TOO_MANY_HINT = (
     " cause=max_connections: the server refuses more connections; lower --processes or "

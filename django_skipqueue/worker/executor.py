@@ -54,6 +54,10 @@ from django_skipqueue.tasks import retry_policy
 RETRY = "retry"
 #: Longest pause of a job thread whose tasks keep being refused a connection, in seconds.
 MAX_REFUSED_PAUSE = 5.0
+#: For this long after a refused connection, a job thread connects before it starts a task.
+REFUSAL_MEMORY = 30.0
+#: ``Outcome.status`` of a job given back unstarted: its thread was refused a connection.
+REFUSED = "refused"
 #: ``Outcome.status`` of an attempt that raised Snooze: SCHEDULED again, the attempt given back.
 SNOOZED = "snoozed"
 
@@ -89,7 +93,7 @@ class Outcome:
     """How one attempt ended, waiting to be recorded by a fenced transition."""
 
     running: Running
-    #: JobStatus.SUCCEEDED, FAILED (attempts spent) or CANCELLED, or RETRY.
+    #: JobStatus.SUCCEEDED, FAILED (attempts spent) or CANCELLED, or RETRY, SNOOZED, REFUSED.
     status: str
     return_value: Any = None
     error: dict[str, str] | None = None
@@ -156,6 +160,8 @@ class Executor:
         self.release_connections = get_settings().RELEASE_JOB_CONNECTIONS
         #: Per job thread: tasks refused a connection in a row (see _pause_after_refusal).
         self._refusals = threading.local()
+        #: time.monotonic() of this process's latest refused connection (see _connect_first).
+        self._refused_at = -REFUSAL_MEMORY
 
     def submit(self, running: Running, task: Task) -> None:
         """Start ``running`` on the pool or the event loop."""
@@ -199,6 +205,10 @@ class Executor:
     def _run_sync(self, running: Running, task: Task) -> Outcome:
         # Like a request: stale connections out before, broken ones out after.
         close_dead_connections()
+        refused = self._connect_first(running)
+        if refused is not None:
+            self._pause_after_refusal(refused)
+            return refused
         try:
             if self.tracing:
                 with tracing.attempt_span(running.job) as span:
@@ -215,6 +225,26 @@ class Executor:
         self._pause_after_refusal(outcome)
         return outcome
 
+    def _connect_first(self, running: Running) -> Outcome | None:
+        """Shortly after a refusal, connect before the task starts; give the job back if refused.
+
+        A task refused a connection spends an attempt, and a server at ``max_connections``
+        refuses many in a row: the job would fail for good on a fleet that is only full. So
+        for REFUSAL_MEMORY seconds after any thread of this process was refused, a job thread
+        opens its connection first, and a refusal then gives the job back unstarted (8), its
+        attempt not spent. Otherwise nothing is opened early: a task may use no database.
+        """
+        if time.monotonic() - self._refused_at >= REFUSAL_MEMORY:
+            return None
+        try:
+            connections[self.using].ensure_connection()
+        except Error as error:
+            if not (error.args and error.args[0] in TOO_MANY_CONNECTIONS):
+                return None  # the task meets it, as it would have: its attempt, its error
+            self._refused_at = time.monotonic()
+            return Outcome(running, REFUSED, exception=error)
+        return None
+
     def _pause_after_refusal(self, outcome: Outcome) -> None:
         """Hold this thread back for a while after its task was refused a connection.
 
@@ -227,6 +257,7 @@ class Executor:
         error = outcome.exception
         refused = isinstance(error, Error) and bool(error.args)
         if refused and error is not None and error.args[0] in TOO_MANY_CONNECTIONS:
+            self._refused_at = time.monotonic()
             self._refusals.count = getattr(self._refusals, "count", 0) + 1
             time.sleep(min(MAX_REFUSED_PAUSE, 0.5 * 2 ** (self._refusals.count - 1)))
         else:

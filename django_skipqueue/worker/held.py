@@ -16,13 +16,13 @@ from django_skipqueue.models import Job
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.states import JobStatus
 from django_skipqueue.worker import recording
-from django_skipqueue.worker.executor import RETRY, Outcome, Running
+from django_skipqueue.worker.executor import REFUSED, RETRY, SNOOZED, Outcome, Running
 
 logger = logging.getLogger("django_skipqueue.worker")
 #: The metrics counter of each way an attempt ends (a cancellation has none).
 COUNTERS = {JobStatus.SUCCEEDED: "succeeded", JobStatus.FAILED: "failed", RETRY: "retried"}
 #: The exported ``outcome`` label of each way an attempt ends.
-OUTCOMES = {**COUNTERS, JobStatus.CANCELLED: "cancelled"}
+OUTCOMES = {**COUNTERS, JobStatus.CANCELLED: "cancelled", SNOOZED: "snoozed", REFUSED: "refused"}
 
 
 class Holdings:
@@ -132,7 +132,7 @@ class Holdings:
         if self.metrics.exporter is not None:
             self._export(outcome)
         recording.log_outcome(outcome, self.owner)
-        if not outcome.lost:
+        if not outcome.lost and outcome.status != REFUSED:  # a refused job never started
             recording.send_finished(outcome, self.backend_alias)
 
     def _export(self, outcome: Outcome) -> None:

@@ -23,7 +23,7 @@ from django_skipqueue.exceptions import WorkerDied, WorkerStopped, message_recor
 from django_skipqueue.models import Job
 from django_skipqueue.queues import backend_class
 from django_skipqueue.states import JobStatus, Step, next_step
-from django_skipqueue.worker.executor import RETRY, SNOOZED, Outcome
+from django_skipqueue.worker.executor import REFUSED, RETRY, SNOOZED, Outcome
 
 logger = logging.getLogger("django_skipqueue.outcomes")
 #: Job lines and task_finished receivers log as the worker, where operators look for them.
@@ -89,7 +89,8 @@ def made_ready(outcomes: Sequence[Outcome]) -> set[str]:
     return {
         outcome.job.queue_name
         for outcome in outcomes
-        if outcome.status == RETRY and not outcome.retry_in and not outcome.lost
+        if (outcome.status == REFUSED or (outcome.status == RETRY and not outcome.retry_in))
+        and not outcome.lost
     }
 
 
@@ -112,7 +113,7 @@ def already_written(rejected: Sequence[Outcome]) -> list[bool]:
 
 def _is_ours(outcome: Outcome, row: dict[str, Any] | None) -> bool:
     job = outcome.job
-    if outcome.status == SNOOZED:  # the attempt given back: not told apart from a release
+    if outcome.status in (SNOOZED, REFUSED):  # the attempt given back: not told apart
         return False
     if row is None or row["attempts"] != job.attempts or row["status"] == JobStatus.CLAIMED:
         return False
@@ -138,6 +139,8 @@ def _transition(outcome: Outcome) -> bool:
         return transitions.succeed(outcome.job, outcome.return_value)
     if outcome.status == SNOOZED:
         return transitions.snooze(outcome.job, outcome.retry_in or 0.0)
+    if outcome.status == REFUSED:  # never started: its attempt is given back
+        return transitions.release(outcome.job)
     return transitions.end_attempt(outcome.job, outcome.error or {}, outcome.step)
 
 

@@ -239,3 +239,11 @@ def kill_other_sessions() -> int:
         for session in others:
             cursor.execute(f"KILL {int(session)}")
     return len(others)
+
+
+@task(takes_context=True, max_attempts=2, retry_backoff=0)
+def record_then_sleep(context: TaskContext, seconds: float = 0.0) -> int:
+    """Write the ledger row (this thread's connection), then sleep: two attempts at most."""
+    pk = write_ledger(context, "record_then_sleep")
+    time.sleep(seconds)
+    return pk
