@@ -226,6 +226,16 @@ PROMOTE_BLOCKED = _transition(
     "the maintenance loop, for a due job of a flow key that holds no slot",
 )
 
+RETRY_NOW_BLOCKED = _transition(
+    21,
+    "retry now (blocked)",
+    (S.CLAIMED,),
+    S.BLOCKED,
+    # The same as RETRY_NOW: the next attempt is a start its key's rate window must count.
+    f"errors owner max_attempts {_ATTEMPT_OVER}",
+    "worker (also as it stops), reaper, supervisor, for a job of a flow key that holds no slot",
+)
+
 TRANSITIONS = (
     ENQUEUE,
     ENQUEUE_DEFERRED,
@@ -247,6 +257,7 @@ TRANSITIONS = (
     ADMIT,
     PROMOTE_BLOCKED,
     RETRY_BLOCKED,
+    RETRY_NOW_BLOCKED,
 )
 
 
@@ -262,7 +273,8 @@ class Step:
     """What follows an attempt that did not succeed: the transition, and the retry delay."""
 
     transition: Transition
-    #: Seconds until the next attempt: > 0 for RETRY_LATER, 0 for RETRY_NOW, else None.
+    #: Seconds until the next attempt: > 0 for RETRY_LATER, 0 for RETRY_NOW (and
+    #: RETRY_NOW_BLOCKED), else None.
     delay: float | None = None
 
     @property
@@ -369,6 +381,19 @@ def retry_after(delay: float | None) -> Step:
     if delay is None:
         return Step(FAIL)
     return Step(RETRY_LATER, delay) if delay > 0 else Step(RETRY_NOW, 0.0)
+
+
+def through_admission(step: Step, flow_key: str | None, flow_slot: bool) -> Step:
+    """Return ``step``, or 21 for a retry at once of a job of a flow key that holds no slot.
+
+    Such a job's key has a rate and no concurrency limit (a key with a limit gives each job
+    a slot at admission, kept across retries): its next attempt is a new start, so it waits
+    BLOCKED for its key's rate window like a new job instead of going READY (7). A plain job
+    (no flow key) pays two attribute checks.
+    """
+    if step.transition is RETRY_NOW and flow_key is not None and not flow_slot:
+        return Step(RETRY_NOW_BLOCKED, 0.0)
+    return step
 
 
 def retry_delay(job: Attempts, backoff: float | None) -> float | None:

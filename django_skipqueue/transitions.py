@@ -43,6 +43,7 @@ from django_skipqueue.states import (
     JobStatus,
     Step,
     retry_after,
+    through_admission,
 )
 
 #: Rows a caller has locked (and guarded) for a batched transition.
@@ -213,7 +214,11 @@ def cancel_running(job: Job, error: dict[str, str]) -> bool:
 
 
 def end_attempt(job: Job, error: dict[str, str], step: Step) -> bool:
-    """Apply ``step`` (6, 7, 9 or 10) to the worker's attempt that did not succeed."""
+    """Apply ``step`` (6, 7, 9 or 10) to the worker's attempt that did not succeed.
+
+    A retry at once (7) of a job of a flow key that holds no slot waits blocked (21).
+    """
+    step = through_admission(step, job.flow_key, job.flow_slot)
     ended = None if step.retried else _ended(job, step.status)
     fields = _attempt_over(job.errors, job.worker_ids, job.owner, error, step)
     return _apply(job, ended, **fields)
@@ -224,9 +229,12 @@ def interrupt(job: Job, error: dict[str, str]) -> bool:
 
     The attempt counts: its error and worker id are added, and ``started_at`` and
     ``attempts`` stay. The job is ready again at once, with one more attempt if that was its
-    last: the stop was the worker's, not the job's.
+    last: the stop was the worker's, not the job's. A job of a flow key that holds no slot
+    (a rate-limited key) waits blocked for its key's window instead (21): the attempt it ran
+    was a start, and so is the next.
     """
-    fields = _attempt_over(job.errors, job.worker_ids, job.owner, error, Step(RETRY_NOW, 0.0))
+    step = through_admission(Step(RETRY_NOW, 0.0), job.flow_key, job.flow_slot)
+    fields = _attempt_over(job.errors, job.worker_ids, job.owner, error, step)
     return _apply(job, None, **fields, max_attempts=max(job.max_attempts, job.attempts + 1))
 
 
@@ -234,23 +242,29 @@ def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step:
     """Apply ``step`` to an expired lease (the reaper: 6, 7, 9 or 10); return rows written.
 
     ``row`` holds the fence as the reaper read it; the lease must still be expired, so a
-    worker that renewed it meanwhile keeps its job. The owner is cleared in every case.
+    worker that renewed it meanwhile keeps its job. The owner is cleared in every case. A
+    retry at once of a job of a flow key that holds no slot waits blocked (21), and its key
+    admits what it allows in the same transaction.
     """
+    step = through_admission(step, row.get("flow_key"), bool(row.get("flow_slot")))
     fields = _attempt_over(row["errors"], row["worker_ids"], row["owner"], error, step)
     rows = Job.objects.using(using).expired()
     fence = rows.filter(pk=row["pk"], owner=row["owner"], attempts=row["attempts"])
     batch_id = row.get("batch_id")
     slot = bool(row.get("flow_slot")) and not step.retried
-    if (batch_id is None or step.retried) and not slot:
+    blocked = step.status == JobStatus.BLOCKED
+    if (batch_id is None or step.retried) and not slot and not blocked:
         return fence.update(**{**fields, "owner": None})
     if slot:
         fields["flow_slot"] = False
     with transaction.atomic(using=using):
         written = fence.update(**{**fields, "owner": None})
-        if written and batch_id is not None:
+        if written and batch_id is not None and not step.retried:
             count_in_batches(using, [Ended(batch_id, step.status, row["pk"])])
         if written and slot:
             _release(using, row["flow_key"], row["pk"], step.status)
+        if written and blocked:
+            _admit(using, row["flow_key"])
     return written
 
 
@@ -281,10 +295,12 @@ def _ended(job: Job, status: JobStatus, return_value: Any = None) -> Ended | Non
 def _apply(job: Job, ended: Ended | None = None, **fields: Any) -> bool:
     """Write the fenced UPDATE; count ``ended`` in its batch in the same transaction.
 
-    A job that ends holding a flow slot gives it back in that transaction too.
+    A job that ends holding a flow slot gives it back in that transaction too, and a job
+    that waits blocked for its key again (21) has its key admit what it allows.
     """
     slot = job.flow_slot and fields.get("status") in FINISHED_STATUSES
-    if ended is None and not slot:
+    blocked = fields.get("status") == JobStatus.BLOCKED
+    if ended is None and not slot and not blocked:
         return fenced(job).update(**fields) == 1
     if slot:
         fields["flow_slot"] = False
@@ -298,7 +314,21 @@ def _apply(job: Job, ended: Ended | None = None, **fields: Any) -> bool:
             count_in_batches(using, [ended])
         if written and slot:
             _release(using, job.flow_key, job.pk, fields["status"])
+        if written and blocked:
+            _admit(using, job.flow_key)
     return written
+
+
+def _admit(using: str, key: str | None) -> None:
+    """Admit what the key of a job that has just become blocked allows (18, after 21).
+
+    A rate window with starts left makes the job ready again in the same transaction; a
+    spent one leaves it blocked until the flow timer opens the next window.
+    """
+    if key is not None:
+        from django_skipqueue.flow import admission
+
+        admission.admit_keys(using, [key])
 
 
 def _release(using: str, key: str | None, job_id: int, status: Any) -> None:

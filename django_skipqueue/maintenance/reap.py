@@ -31,9 +31,11 @@ from django_skipqueue.states import (
     FAIL,
     RETRY_LATER,
     RETRY_NOW,
+    RETRY_NOW_BLOCKED,
     JobStatus,
     RetryPolicy,
     next_step,
+    through_admission,
 )
 from django_skipqueue.tasks import retry_policy
 
@@ -60,6 +62,7 @@ _TOKEN = secrets.token_hex(4)
 OUTCOMES = {
     RETRY_LATER: "retried",
     RETRY_NOW: "retried",
+    RETRY_NOW_BLOCKED: "retried",
     FAIL: "failed",
     CANCEL_RUNNING: "cancelled",
 }
@@ -156,6 +159,8 @@ def _reclaim(using: str, row: dict[str, Any], runner: str, step: ReapResult) -> 
     ending = next_step(
         row["attempts"], row["max_attempts"], policy, cancel_requested=cancel, error=lost
     )
+    # A rate-limited job retried at once waits for its key's window (21), not ready (7).
+    ending = through_admission(ending, row["flow_key"], bool(row["flow_slot"]))
     if transitions.end_lost_lease(using, row, error, ending) != 1:
         step.fenced += 1
         return

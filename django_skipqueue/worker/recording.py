@@ -22,7 +22,7 @@ from django_skipqueue.db.statements import retry_whole_transaction, short_transa
 from django_skipqueue.exceptions import WorkerDied, WorkerStopped, message_record
 from django_skipqueue.models import Job
 from django_skipqueue.queues import backend_class
-from django_skipqueue.states import JobStatus, Step, next_step
+from django_skipqueue.states import JobStatus, Step, next_step, through_admission
 from django_skipqueue.worker.executor import REFUSED, RETRY, SNOOZED, Outcome
 
 logger = logging.getLogger("django_skipqueue.outcomes")
@@ -89,9 +89,25 @@ def made_ready(outcomes: Sequence[Outcome]) -> set[str]:
     return {
         outcome.job.queue_name
         for outcome in outcomes
-        if (outcome.status == REFUSED or (outcome.status == RETRY and not outcome.retry_in))
+        if (
+            outcome.status == REFUSED
+            or (
+                outcome.status == RETRY
+                and not outcome.retry_in
+                and not _waits_for_admission(outcome)
+            )
+        )
         and not outcome.lost
     }
+
+
+def _waits_for_admission(outcome: Outcome) -> bool:
+    """A retry at once that waits blocked for its key's rate window (21): its admission, if
+    any, wakes its queue itself."""
+    job = outcome.job
+    return through_admission(outcome.step, job.flow_key, job.flow_slot).status == (
+        JobStatus.BLOCKED
+    )
 
 
 def already_written(rejected: Sequence[Outcome]) -> list[bool]:
@@ -174,6 +190,8 @@ def _as_recorded(outcome: Outcome) -> Job:
         job.errors = [*job.errors, outcome.error]
     if outcome.status == RETRY:
         job.status = JobStatus.SCHEDULED if outcome.retry_in else JobStatus.READY
+        if _waits_for_admission(outcome):
+            job.status = JobStatus.BLOCKED
     else:
         job.status = JobStatus(outcome.status)
         job.finished_at = timezone.now()
@@ -222,9 +240,17 @@ def reclaim(owner: str, using: str, reason: str) -> list[Job]:
     again at once (a backoff of 0). Each UPDATE is fenced on the dead owner and its attempt.
     """
     held = list(Job.objects.using(using).held_by(owner))
-    steps = {job.pk: next_step(job.attempts, job.max_attempts, 0) for job in held}
+    steps = {
+        # A job of a rate-limited key waits for its key's window (21): its admission wakes.
+        job.pk: through_admission(
+            next_step(job.attempts, job.max_attempts, 0), job.flow_key, job.flow_slot
+        )
+        for job in held
+    }
     taken = [job for job in held if _reclaim_one(job, reason, steps[job.pk])]
-    wakeup.after_commit(using, {job.queue_name for job in taken if steps[job.pk].retried})
+    wakeup.after_commit(
+        using, {job.queue_name for job in taken if steps[job.pk].status == JobStatus.READY}
+    )
     for job in taken:
         logger.warning(
             "job=%s task=%s queue=%s attempt=%s status=%s worker=%s reason=%s",

@@ -31,7 +31,7 @@ from django_skipqueue.maintenance.reap import reap
 from django_skipqueue.models import Job
 from django_skipqueue.worker import recording
 from tests.conftest import ROOT
-from tests.support.tasks import export_for, noop, reindex_user
+from tests.support.tasks import call_hourly, export_for, noop, reindex_user
 
 pytestmark = pytest.mark.django_db
 
@@ -87,6 +87,8 @@ class Case:
     who: str
     arrange: Callable[[], Job | None]
     act: Callable[[Job | None], Any]
+    #: The exact columns the case changes besides ``status``, where that is checked too.
+    changes: frozenset[str] | None = None
 
     @property
     def id(self) -> str:
@@ -133,6 +135,21 @@ def failed_keyed() -> Job:
     slot_taken()
     return first
 
+
+def rate_spent(*, expire: bool = False, **fields: Any) -> Job:
+    """A claimed job of an API whose one start an hour it has spent (call_hourly)."""
+    job = Job.objects.get(pk=call_hourly.enqueue("maps").id)
+    assert job.status == "ready" and job.flow_key and not job.flow_slot
+    if fields:
+        Job.objects.filter(pk=job.pk).update(**fields)
+    (mine,) = Job.objects.claim([job.queue_name], limit=1, owner="w1")
+    if expire:
+        Job.objects.filter(pk=mine.pk).update(lease_until=DatabaseNowPlus(-5))
+    return mine
+
+
+#: What a retry at once writes (7, 21): the error, the owner gone into the history.
+RETRIED = frozenset({"errors", "owner", "worker_ids", "lease_until"})
 
 CASES = [
     Case(states.ENQUEUE, "enqueue", nothing, lambda _: noop.enqueue()),
@@ -243,6 +260,34 @@ CASES = [
         lambda job: operations.retry_failed(Job.objects.filter(pk=job.pk), keep),
     ),
     Case(
+        states.RETRY_NOW_BLOCKED,
+        "worker",
+        rate_spent,
+        lambda job: transitions.fail(job, ERROR, retry_in=0),
+        RETRIED,
+    ),
+    Case(
+        states.RETRY_NOW_BLOCKED,
+        "reaper",
+        lambda: rate_spent(expire=True),
+        lambda job: reap(runner="r"),
+        RETRIED,
+    ),
+    Case(
+        states.RETRY_NOW_BLOCKED,
+        "supervisor",
+        rate_spent,
+        lambda job: recording.reclaim("w1", "default", "signal SIGKILL"),
+        RETRIED,
+    ),
+    Case(
+        states.RETRY_NOW_BLOCKED,
+        "worker-stopping",
+        lambda: rate_spent(max_attempts=1),
+        lambda job: recording.interrupt([job], "default", "immediate stop, SIGTERM"),
+        RETRIED | {"max_attempts"},
+    ),
+    Case(
         states.CANCEL,
         "admin-blocked",
         blocked,
@@ -281,11 +326,13 @@ def test_each_transition_writes_what_it_declares_and_nothing_else(case):
     changed = {column for column in COLUMNS if before[column] != after[column]} - {"status"}
     undeclared = changed - case.transition.writes
     assert not undeclared, f"{case.transition.name} wrote {sorted(undeclared)} undeclared"
+    if case.changes is not None:
+        assert changed == case.changes
 
 
 def test_every_documented_transition_has_a_case():
     assert {case.transition for case in CASES} == set(states.TRANSITIONS)
-    assert [t.number for t in states.TRANSITIONS] == list(range(1, 21))
+    assert [t.number for t in states.TRANSITIONS] == list(range(1, 22))
 
 
 def test_each_transition_declares_real_columns_only():

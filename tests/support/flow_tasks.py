@@ -7,6 +7,7 @@ import time
 
 from django_skipqueue.compat import TaskContext
 from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.models import Job
 from django_skipqueue.tasks import task
 from testproject.demo.models import FlowLedgerEntry
 
@@ -42,6 +43,26 @@ def in_order(context: TaskContext, key: str, seq: int, seconds: float, fail: boo
 def rated(context: TaskContext, key: str, seq: int, seconds: float) -> None:
     """At most ten starts per second per key."""
     run(context, key, seq, seconds)
+
+
+@task(takes_context=True, concurrency_key="api:{key}", rate_limit=(4, 0.5), retry_backoff=0,
+      max_attempts=4)  # fmt: skip
+def rated_flaky(context: TaskContext, key: str, seq: int, failures: int) -> None:
+    """At most four starts per half second per key; the first ``failures`` attempts raise and
+    are retried at once (no backoff). The ledger's start is this attempt's claim, the job's
+    ``last_attempted_at`` (what a rate window counts), read while the attempt holds the job."""
+    job_id = int(context.task_result.id)
+    claimed = Job.objects.filter(pk=job_id).values_list("last_attempted_at", flat=True).get()
+    FlowLedgerEntry.objects.create(
+        job_id=job_id,
+        key=key,
+        seq=seq,
+        attempt=context.attempt,
+        started_at=claimed,
+        ended_at=DatabaseNow(),
+    )
+    if context.attempt <= failures:
+        raise RuntimeError(f"attempt {context.attempt} of {failures} planned failures")
 
 
 @task(takes_context=True)

@@ -77,3 +77,13 @@ def apply_event(account: str, number: int) -> None:
 @task(rate_limit=(2, 60.0))
 def call_api(n: int) -> None:
     """At most two starts a minute, for the whole task."""
+
+
+@task(concurrency_key="api:{api}", rate_limit=(1, 3600.0), retry_backoff=0, max_attempts=5)
+def call_hourly(api: str) -> None:
+    """One start an hour per API; a failed attempt is retried at once (no backoff)."""
+
+
+@task(concurrency_key="api:{api}", rate_limit=(1, 1.0), retry_backoff=0, max_attempts=5)
+def call_each_second(api: str) -> None:
+    """One start a second per API; a lost attempt is retried at once (no backoff)."""
