@@ -26,7 +26,8 @@ from django_skipqueue.context import build_result, resolve_task, task_for_job
 from django_skipqueue.exceptions import AppNotInstalled, InvalidQueueName, InvalidTaskOption
 from django_skipqueue.flow.options import check_flow_options
 from django_skipqueue.monitoring import tracing
-from django_skipqueue.tasks import SkipQueueTask
+from django_skipqueue.states import JobStatus
+from django_skipqueue.tasks import REPLACEABLE, SkipQueueTask, check_key_template
 
 if TYPE_CHECKING:
     from django_skipqueue.models import Job
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 # where importing the models would raise an error about an internal model.
 
 QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+#: What unique_while may name.
+_STATUS_VALUES = frozenset(status.value for status in JobStatus)
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
 
 
@@ -203,7 +206,6 @@ class SkipQueueBackend(BaseTaskBackend):
     def _wake_workers(self, jobs: list[Job]) -> None:
         """Once the jobs commit, wake idle workers of their queues (best effort)."""
         from django_skipqueue import wakeup
-        from django_skipqueue.models import JobStatus
 
         queues = {job.queue_name for job in jobs if job.status == JobStatus.READY}
         if queues:
@@ -256,18 +258,17 @@ def validate_options(task: Task) -> None:
 
 def _check_unique(task: Task) -> None:
     """unique_key: a template naming the function's parameters, or a callable; unique_replace."""
-    from django_skipqueue.states import JobStatus
-    from django_skipqueue.tasks import REPLACEABLE, check_key_template
-
-    check_key_template(task, "unique_key")
     spec = getattr(task, "unique_key", None)
     replace = getattr(task, "unique_replace", ())
+    statuses = getattr(task, "unique_while", None)
+    if spec is None and replace == () and statuses is None:
+        return  # the defaults: nothing to check (every enqueue validates its task)
+    check_key_template(task, "unique_key")
     if not isinstance(replace, tuple | list) or not set(replace) <= REPLACEABLE:
         raise InvalidTaskOption(
             f"unique_replace must be a tuple of 'args' and 'run_after', not {replace!r}."
         )
-    statuses = getattr(task, "unique_while", None)
-    known = {status.value for status in JobStatus}
+    known = _STATUS_VALUES
     if statuses is not None and not (
         isinstance(statuses, tuple | list)
         and statuses

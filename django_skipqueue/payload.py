@@ -9,6 +9,9 @@ from typing import Any
 
 from django_skipqueue.exceptions import InvalidPayload, PayloadTooLarge
 
+#: ``json.dumps(value, separators=(",", ":"))`` without building an encoder on every call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
 
 def normalize_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list, dict]:
     """Return ``args`` and ``kwargs`` as plain JSON values, or raise InvalidPayload.
@@ -22,7 +25,7 @@ def normalize_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple
 def check_size(args: list, kwargs: dict, limit: int) -> int:
     """Return the encoded size of the payload in bytes, or raise PayloadTooLarge."""
     # ensure_ascii (the default) escapes every non-ASCII character: characters are bytes.
-    size = len(json.dumps([args, kwargs], separators=(",", ":")))
+    size = len(_COMPACT.encode([args, kwargs]))
     if size > limit:
         raise PayloadTooLarge(
             f"Task arguments are {size} bytes of JSON, over the {limit} byte limit "
