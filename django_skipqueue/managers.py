@@ -144,29 +144,36 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
         # The statements are compiled once (statements.py): ORM work used to cost more
         # CPU than the database spent on the claim; and a short transaction saves MySQL
         # the two autocommit switches of atomic().
-        lock = statements.cached(self.db, ("claim-lock", limit), lambda: self._lock(limit))
+        # One statement for every limit (LIMIT is a parameter), and the mark and the read
+        # compiled for a few list sizes (statements.padded_size), not for every batch size.
+        lock = statements.cached(self.db, "claim-lock", self._lock)
         # Inside a caller's transaction (a worker commits its finished jobs with its next
         # claim) no savepoint: half a claim is worth nothing, and a failed claim fails the
         # caller's transaction, as Django's atomic(savepoint=False) documents.
         with short_transaction(self.db, savepoint=False):
-            ids: list[int] = statements.fetch_values(self.db, lock, [queue_name])
+            ids: list[int] = statements.fetch_values(self.db, lock, [queue_name, limit])
             if not ids:
                 return ids, []
-            shape = ("claim-mark", len(ids), lease is None)
-            mark = statements.cached(self.db, shape, lambda: self._mark(len(ids), lease))
+            size = statements.padded_size(len(ids))
+            keys = statements.padded(ids, size)
+            shape = ("claim-mark", size, lease is None)
+            mark = statements.cached(self.db, shape, lambda: self._mark(size, lease))
+            fetch = self._fetch(size)
             _, rows = statements.run_together(
                 self.db,
                 [
-                    statements.Run(mark, [*ids, owner, lease]),
-                    statements.Run(self._fetch(len(ids)), [*ids, owner], rows=True),
+                    statements.Run(mark, [*keys, owner, lease]),
+                    statements.Run(fetch, [*keys, owner], rows=True),
                 ],
             )
-        return ids, statements.as_models(self.model, self.db, self._fetch(len(ids)), rows)
+        return ids, statements.as_models(self.model, self.db, fetch, rows)
 
-    def _lock(self, limit: int) -> statements.Statement:
+    def _lock(self) -> statements.Statement:
+        """The locking read, its LIMIT a parameter (slot 1) after the queue name (slot 0)."""
         # Django compiles FOR UPDATE only inside a transaction.
         with short_transaction(self.db):
-            return statements.compile_select(self.claimable(slot_str(0))[:limit], 1)
+            queryset = self.claimable(slot_str(0))[: statements.LIMIT_MARKER]
+            return statements.limit_as_parameter(statements.compile_select(queryset, 1), 1)
 
     def _mark(self, count: int, lease: float | None) -> statements.Statement:
         from django_skipqueue.transitions import claimed_fields  # it imports the models

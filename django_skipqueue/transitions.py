@@ -424,10 +424,15 @@ def _succeed_many_statement(
     same = _uniform(jobs, return_values)
     # The usual batch: every job returned the same value on its first attempt. Plain
     # assignments then, instead of a CASE per row that MySQL evaluates for every row.
-    key = ("succeed-many-same" if same else "succeed-many", len(jobs))
-    statement = statements.cached(using, key, lambda: _compile(len(jobs), same=same))
+    # Compiled for a few batch sizes; a batch is padded with its last job (statements.py).
+    size = statements.padded_size(len(jobs))
+    key = ("succeed-many-same" if same else "succeed-many", size)
+    statement = statements.cached(using, key, lambda: _compile(size, same=same))
     values: list[Any] = [owner]
-    for job, return_value in zip(jobs, return_values, strict=True):
+    padded = zip(
+        statements.padded(jobs, size), statements.padded(return_values, size), strict=True
+    )
+    for job, return_value in padded:
         values += [job.pk, job.attempts, return_value, [*job.worker_ids, job.owner]]
     return statement, values
 

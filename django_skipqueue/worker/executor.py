@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -407,8 +408,15 @@ def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
         loop.close()
 
 
+#: Return values that are JSON as they are: returned without a round trip through the encoder.
+_PLAIN_JSON = frozenset({type(None), bool, int, str})
+
+
 def to_json(value: Any) -> Any:
     """Return a task's return value as plain JSON, or raise InvalidReturnValue."""
+    kind = type(value)
+    if kind in _PLAIN_JSON or (kind is float and math.isfinite(value)):
+        return value  # what normalize_json() returns for them, and json.dumps() accepts
     try:
         normalized = normalize_json(value)
         json.dumps(normalized, allow_nan=False)

@@ -219,3 +219,78 @@ def test_a_claim_reads_its_rows_before_it_commits():
         assert payload[0] < sent.index("COMMIT"), sent
     else:
         assert all(not autocommit for autocommit, sql in reads if "args" in sql), reads
+
+
+def test_claims_of_sizes_one_to_sixty_four_compile_a_few_statements(backend):
+    """LIMIT is a parameter and id lists are padded: eleven sizes serve batches of 1..64."""
+    from django_skipqueue.db import statements
+
+    store = statements._local.__dict__.setdefault("statements", {})
+    store.clear()
+    enqueue_noops(backend, sum(range(1, 65)))
+    taken: list[int] = []
+    for size in range(1, 65):
+        claimed = Job.objects.claim(["default"], limit=size, owner=f"w{size}")
+        assert len(claimed) == size
+        assert all(job.owner == f"w{size}" for job in claimed)
+        taken += [job.pk for job in claimed]
+    assert len(set(taken)) == len(taken) == sum(range(1, 65))
+    assert Job.objects.filter(status=JobStatus.CLAIMED).count() == len(taken)
+    kinds: dict[str, set[object]] = {}
+    for _, key in store:
+        name, *shape = key if isinstance(key, tuple) else (key,)
+        kinds.setdefault(name, set()).add(tuple(shape))
+    sizes = {1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64}
+    assert kinds["claim-lock"] == {()}
+    assert {shape[0] for shape in kinds["claim-mark"]} == sizes
+    assert {shape[0] for shape in kinds["claim-fetch"]} == sizes
+
+
+def test_padded_sizes_and_lists():
+    from django_skipqueue.db import statements
+
+    sizes = [statements.padded_size(n) for n in (1, 2, 3, 5, 8, 9, 16, 17, 64, 65)]
+    assert sizes == [1, 2, 4, 8, 8, 16, 16, 24, 64, 72]
+    assert statements.padded([7, 9], 4) == [7, 9, 9, 9]
+    with pytest.raises(ValueError):
+        statements.padded_size(0)
+
+
+def test_a_claimed_job_equals_one_loaded_by_the_orm_and_saves_as_one(backend):
+    """Claimed rows become instances without Model.__init__: the same fields and state."""
+    enqueue_noops(backend, 3)
+    claimed = Job.objects.claim(["default"], limit=3, owner="w")
+    loaded = Job.objects.in_bulk([job.pk for job in claimed])
+    for job in claimed:
+        orm = loaded[job.pk]
+        assert job.__dict__.keys() == orm.__dict__.keys()
+        for field in Job._meta.concrete_fields:
+            assert getattr(job, field.attname) == getattr(orm, field.attname), field.attname
+        assert (job._state.db, job._state.adding) == ("default", False)
+        assert job == orm and hash(job) == hash(orm)
+    first, second, _ = claimed
+    first.priority = 5
+    first.save(update_fields=["priority"])
+    assert Job.objects.get(pk=first.pk).priority == 5
+    second.save()  # a full save is an UPDATE of the row, not an INSERT
+    assert Job.objects.count() == 3
+    assert Job.objects.get(pk=second.pk).owner == "w"
+    second.refresh_from_db()
+    assert second.status == JobStatus.CLAIMED
+
+
+def test_receivers_of_model_init_signals_see_every_claimed_job(backend):
+    from django.db.models.signals import post_init
+
+    seen: list[int] = []
+
+    def receiver(sender: type, instance: Job, **kwargs: Any) -> None:
+        seen.append(instance.pk)
+
+    enqueue_noops(backend, 2)
+    post_init.connect(receiver, sender=Job)
+    try:
+        claimed = Job.objects.claim(["default"], limit=2, owner="w")
+    finally:
+        post_init.disconnect(receiver, sender=Job)
+    assert seen == [job.pk for job in claimed] and all(job._state.db for job in claimed)

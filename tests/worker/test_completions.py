@@ -86,3 +86,18 @@ def test_results_equal_in_python_but_not_in_json_are_kept_apart(backend):
         transitions.succeed_many(jobs, [1, True, 1.0])
     stored = [Job.objects.get(pk=job.pk).return_value for job in jobs]
     assert [(type(v), v) for v in stored] == [(int, 1), (bool, True), (float, 1.0)]
+
+
+def test_a_padded_batch_writes_each_job_once_and_counts_it_once(backend):
+    """Five jobs run in the statement compiled for eight: the last job's values repeat."""
+    jobs = claim(backend, 5)
+    Job.objects.filter(pk=jobs[4].pk).update(owner="w2", attempts=2)
+    with transaction.atomic():
+        written = transitions.succeed_many(jobs, [1, 2, 3, 4, 5])
+    assert written == [True, True, True, True, False]
+    rows = Job.objects.in_bulk([job.pk for job in jobs])
+    assert [rows[job.pk].return_value for job in jobs[:4]] == [1, 2, 3, 4]
+    assert (rows[jobs[4].pk].status, rows[jobs[4].pk].return_value) == ("claimed", None)
+    store = statements._local.__dict__["statements"]
+    keys = {key for (_, key) in store if key[0] == "succeed-many"}
+    assert ("succeed-many", 8) in keys and ("succeed-many", 5) not in keys
