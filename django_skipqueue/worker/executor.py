@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from inspect import iscoroutinefunction
 from typing import Any
 
@@ -87,6 +88,11 @@ class Running:
     result: TaskResult | None = None
     #: time.monotonic() when this process took the job (its claim).
     held_at: float = field(default_factory=time.monotonic)
+    #: Set by the job's thread (or the event loop) as it takes the job: it is no longer
+    #: waiting. Flags the main loop reads instead of asking the future (a lock each time).
+    begun: bool = False
+    #: Set just before its outcome is handed to the main loop: it no longer runs.
+    ended: bool = False
 
 
 @dataclass(eq=False)
@@ -163,24 +169,46 @@ class Executor:
         self._refusals = threading.local()
         #: time.monotonic() of this process's latest refused connection (see _connect_first).
         self._refused_at = -REFUSAL_MEMORY
+        #: Per task function: whether it is a coroutine function.
+        self._coroutines: dict[Callable[..., Any], bool] = {}
 
     def submit(self, running: Running, task: Task) -> None:
         """Start ``running`` on the pool or the event loop."""
-        running.on_loop = iscoroutinefunction(task.func) and not _transactional(task)
+        coroutine = self._coroutines.get(task.func)
+        if coroutine is None:  # inspect's check costs more than the rest of submit
+            coroutine = self._coroutines[task.func] = iscoroutinefunction(task.func)
+        running.on_loop = coroutine and not _transactional(task)
         if running.on_loop:
             future = asyncio.run_coroutine_threadsafe(self._run_async(running, task), self.loop)
+            running.future = future
+            future.add_done_callback(partial(self._report, running))
         else:
-            future = self.pool.submit(self._run_sync, running, task)
-        running.future = future
-        future.add_done_callback(lambda done: self._report(running, done))
+            # The job thread reports the outcome itself: no done callback per job.
+            running.future = self.pool.submit(self._run_and_report, running, task)
 
     def _report(self, running: Running, done: Future[Outcome]) -> None:
+        """Report a coroutine's outcome (a future cancelled before it ran reports nothing).
+
+        A coroutine's future can be cancelled once it runs (it is never marked running), so
+        only its done callback knows whether the outcome stands.
+        """
         if done.cancelled():  # never started: the worker releases it
             return
         try:
             outcome = done.result()
         except BaseException as error:  # a bug outside the task: the job must still end
             outcome = failure(running, None, error, running.started_at or time.monotonic())
+        running.ended = True
+        self.on_done(running, outcome)
+
+    def _run_and_report(self, running: Running, task: Task) -> None:
+        """Run a sync job on its thread and report how it ended (a cancelled one never runs)."""
+        running.begun = True
+        try:
+            outcome = self._run_sync(running, task)
+        except BaseException as error:  # a bug outside the task: the job must still end
+            outcome = failure(running, None, error, running.started_at or time.monotonic())
+        running.ended = True
         self.on_done(running, outcome)
 
     def fail_unstarted(self, running: Running, error: BaseException) -> None:
@@ -317,6 +345,7 @@ class Executor:
         return None
 
     async def _run_async(self, running: Running, task: Task) -> Outcome:
+        running.begun = True
         if not self.tracing:
             return await self._attempt_async(running, task)
         with tracing.attempt_span(running.job) as span:

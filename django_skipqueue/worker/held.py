@@ -196,6 +196,8 @@ class Holdings:
         Held jobs handed to the executor and not begun, in claim order (the executor's), less
         as many as there are idle threads: those start at once.
         """
+        if len(self.held) + len(self.stuck) <= threads:
+            return []  # as many threads as jobs: none waits behind another
         held = self.held.values()
         waiting = [running for running in held if _waiting(running)]
         busy = sum(1 for running in held if _running(running)) + len(self.stuck)
@@ -256,17 +258,12 @@ class Holdings:
 
 
 def _waiting(running: Running) -> bool:
-    future = running.future
-    return (
-        running.started_at is None
-        and future is not None
-        and not (future.running() or future.done())
-    )
+    """Handed to the executor and not yet taken by a thread (``future.cancel()`` decides)."""
+    return running.future is not None and not running.begun and running.started_at is None
 
 
 def _running(running: Running) -> bool:
-    future = running.future
-    return running.started_at is not None and future is not None and not future.done()
+    return running.started_at is not None and running.future is not None and not running.ended
 
 
 def _deadline(running: Running) -> float:
