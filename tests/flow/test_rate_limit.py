@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter, defaultdict
 
 import pytest
@@ -47,10 +48,15 @@ def test_no_window_holds_more_than_the_rate_and_the_rate_is_reached(
         # Fixed one-second windows of the database clock, as the limit counts them.
         per_window = Counter(int(claimed_at[job_id].timestamp()) for _, _, job_id in runs)
         assert max(per_window.values()) <= RATE, (key, sorted(per_window.items()))
-        # Work waited all along: every window but the first and the last was full.
+        # Work waited all along: the windows between the first and the last are full. A start
+        # whose claim a stalled worker delays past its window's end (a loaded CI run showed a
+        # window of 5 beside full ones) counts in the next window, where it takes the place of
+        # one: that start is lost to the key, not to the limit. So the typical window must be
+        # full (the median), and stalls may cost at most a fifth of the starts (the mean).
         windows = sorted(per_window)
         middle = [per_window.get(w, 0) for w in range(windows[0] + 1, windows[-1])]
-        assert sum(middle) / len(middle) >= 0.9 * RATE, (key, middle)
+        assert statistics.median(middle) == RATE, (key, middle)
+        assert sum(middle) / len(middle) >= 0.8 * RATE, (key, middle)
     by_worker = defaultdict(int)
     for job in Job.objects.all():
         by_worker[job.worker_ids[-1]] += 1
