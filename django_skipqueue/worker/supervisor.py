@@ -45,6 +45,12 @@ GRACE_MARGIN = 3.0
 IMMEDIATE_WAIT = 3.0
 #: A worker that lived this long before dying is not "crashing": its restart is not delayed.
 STABLE_SECONDS = 60.0
+#: Seconds after a dead worker's jobs were taken back when they are looked for once more: a
+#: claim whose COMMIT was on its way when the process was killed is committed by the server
+#: all the same, and may become visible only after the first look.
+RECHECK_AFTER = 2.0
+#: Ends the reason of a second look, so that it is not looked at a third time.
+RECHECKED = ", late commit"
 
 
 class MaintenanceLoop(Protocol):
@@ -103,6 +109,8 @@ class Supervisor:
         self.restarts: dict[int, float] = {}
         self.crashes: dict[int, int] = {}
         self.dead: list[tuple[str, str]] = []
+        #: Dead workers to look at once more (see RECHECK_AFTER): owner -> (reason, when).
+        self.rechecks: dict[str, tuple[str, float]] = {}
         self.stopping = Stopping(self.waker.poke)
         self.spawned = self.killed = 0
         self.next_beat_at = 0.0
@@ -132,9 +140,17 @@ class Supervisor:
         )
         for slot in range(self.processes + (self.relay is not None)):
             self._spawn(slot)
-        while self.children or self.restarts:
-            self._turn()
-        self._reclaim()  # once more, in case the database was down at the last exit
+        while True:
+            while self.children or self.restarts:
+                self._turn()
+            self._reclaim()  # once more, in case the database was down at the last exit
+            if not self._recheck(final=True) or not self.options.burst:
+                break
+            if self.stopping.requested:
+                break
+            # A burst run drains what it was given: jobs a killed worker's late commit held.
+            logger.info("late claims of dead workers taken back: draining them")
+            self._spawn(0)
         self._database(lambda: heartbeat.mark_stopped(self.owner, self.using))
         self._log_summary()
         return 1 if self.killed else 0
@@ -143,6 +159,7 @@ class Supervisor:
         self._handle_signals()
         self._reap_children()
         self._reclaim()
+        self._recheck()
         self._restart_due()
         self._kill_after_deadline()
         wait = self._maintain()
@@ -247,6 +264,24 @@ class Supervisor:
                     self.metrics.exporter.reclaim(job.queue_name, job.task_path)
             self._database(partial(heartbeat.mark_stopped, owner, self.using))
             self.dead.pop(0)
+            if not reason.endswith(RECHECKED):
+                self.rechecks[owner] = (reason, time.monotonic() + RECHECK_AFTER)
+
+    def _recheck(self, *, final: bool = False) -> bool:
+        """Take back the jobs of dead workers once more when due (all now if ``final``).
+
+        Returns whether that took any job.
+        """
+        now = time.monotonic()
+        due = [owner for owner, (_, at) in self.rechecks.items() if final or at <= now]
+        if not due:
+            return False
+        before = self.metrics.totals["reclaimed"]
+        for owner in due:
+            reason, _ = self.rechecks.pop(owner)
+            self.dead.append((owner, f"{reason}{RECHECKED}"))
+        self._reclaim()
+        return self.metrics.totals["reclaimed"] > before
 
     def _restart_due(self) -> None:
         now = time.monotonic()
