@@ -1,13 +1,13 @@
 """What ``runworkers --metrics-port`` costs a drain: metrics on against off, interleaved.
 
-Each run enqueues N no-op jobs, then drains them with ``runworkers --burst --processes 2
---threads 4``, with ``--metrics-port`` or without, the order alternating from one repetition
-to the next. With metrics on, a scraper reads the port every second throughout (a harsher rate
-than any Prometheus would use). Throughput is N over the time from the first claim to the last
-completion, both read from the jobs' own timestamps (database clock), so process start-up and
-the burst's exit are left out. On a shared machine throughput swings with the load; the CPU
-the worker processes spent per job (getrusage of the runworkers tree, less a run with nothing
-to do) is the steadier figure of what the metrics cost.
+Each run enqueues N no-op jobs (20,000: a drain of a few seconds), then drains them with
+``runworkers --burst --processes 2 --threads 4``, with ``--metrics-port`` or without, the order
+alternating from one repetition to the next. With metrics on, a scraper reads the port every
+second throughout (a harsher rate than any Prometheus would use). Throughput is N over the time
+from the first claim to the last completion, both read from the jobs' own timestamps (database
+clock), so process start-up and the burst's exit are left out. On a shared machine throughput
+swings with the load; the CPU the worker processes spent per job (getrusage of the runworkers
+tree, less a run with nothing to do) is the steadier figure of what the metrics cost.
 
     DATABASE_URL=mysql://root@127.0.0.1:3306/skq_bench_metrics python -m benchmarks.metrics_cost
 
@@ -37,7 +37,7 @@ MODES = ("off", "on")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=4000, help="per drain")
+    parser.add_argument("--jobs", type=int, default=20_000, help="per drain")
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
     setup_django()

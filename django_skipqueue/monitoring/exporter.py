@@ -10,8 +10,10 @@ starts files of its own; ``mark_process_dead`` drops a dead process's live gauge
 Off by default: without ``--metrics-port`` nothing here is imported, and the worker's hooks are
 one ``is None`` test each. With it on, the hooks add to plain dicts, on the worker's main thread
 (outcomes and claims are recorded there, never on job threads), and ``flush()`` writes them to
-the memory maps once per turn of the loop: a write locks and checks the pid, a few microseconds
-each, and one per job for each metric cost a drain of no-op jobs several percent.
+the memory maps before the loop starts the jobs it claimed, and otherwise at most every
+``LAZY_FLUSH_SECONDS``: a write locks and checks the pid, a few microseconds each, and one per
+job for each metric cost a drain of no-op jobs several percent (a flush on every turn of the
+loop, about 5%).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import bisect
 import os
 import shutil
 import tempfile
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -35,6 +38,9 @@ CLAIM_BUCKETS = tuple(bound / 1000 for bound in CLAIM_LATENCY_BUCKETS_MS)
 BATCH_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
 #: Ways an attempt ends, the ``outcome`` label of skipqueue_attempts_total.
 OUTCOMES = ("succeeded", "failed", "retried", "cancelled", "lost_lease")
+#: Longest that counts wait in memory while the loop starts no job (a turn that starts jobs
+#: writes them first, since a job may kill its process).
+LAZY_FLUSH_SECONDS = 0.5
 
 
 class ProcessMetrics:
@@ -104,6 +110,7 @@ class ProcessMetrics:
         self._observed: dict[tuple[Any, tuple[str, ...]], list[float]] = defaultdict(list)
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         self._histograms: dict[tuple[Any, tuple[str, ...]], tuple[Any, ...]] = {}
+        self._flushed_at = time.monotonic()
 
     # The hooks (monitoring.metrics.Exporter): plain dict updates, written out by flush().
 
@@ -131,15 +138,23 @@ class ProcessMetrics:
     def worker_started(self) -> None:
         self.processes.set(1)
 
+    def flush_due(self) -> float | None:
+        """When (``time.monotonic()``) the counts held must be written; None if none are."""
+        if not (self._counts or self._observed):
+            return None
+        return self._flushed_at + LAZY_FLUSH_SECONDS
+
     def flush(self) -> None:
         """Write what was counted since the last flush to this process's files.
 
-        The worker calls it once per turn of its loop, before it starts the jobs it claimed:
-        one write per counter and histogram bucket touched, instead of a few per job (each
-        write locks and checks the pid). A process killed while a job runs has flushed every
-        outcome and claim before that job began, unless the job was claimed ahead and started
-        on its thread while the loop was recording (docs/reference/metrics.md).
+        The worker calls it before it starts the jobs it claimed, and on the other turns of
+        its loop once ``flush_due()`` has passed: one write per counter and histogram bucket
+        touched, instead of a few per job (each write locks and checks the pid). A process
+        killed while a job runs has flushed every outcome and claim before that job began,
+        unless the job was claimed ahead and started on its thread while the loop was
+        recording (docs/reference/metrics.md).
         """
+        self._flushed_at = time.monotonic()
         if self._counts:
             for (metric, labels), amount in self._counts.items():
                 self._child(metric, labels).inc(amount)

@@ -71,6 +71,8 @@ class Exporter(Protocol):
 
     def flush(self) -> None: ...
 
+    def flush_due(self) -> float | None: ...
+
 
 #: The exporter of this ``runworkers`` run (``--metrics-port``), or None: metrics are off, and
 #: each hook costs one ``is None`` test.
