@@ -176,7 +176,7 @@ RETRY_BLOCKED = _transition(
     (S.FAILED,),
     S.BLOCKED,
     "finished_at max_attempts owner lease_until run_after cancel_requested",
-    "an operator (admin), for a job of a flow key that no longer holds its slot",
+    "an operator (admin), for a failed job of a flow key (its slot given back or kept)",
 )
 PURGE = _transition(13, "purge", FINISHED_STATUSES, None, "", "skipqueue_purge, runworkers")
 SNOOZE = _transition(
@@ -215,7 +215,8 @@ ADMIT = _transition(
     (S.BLOCKED,),
     S.READY,
     "flow_slot",
-    "whoever freed a slot or opened a window: enqueue, a job's end, promotion, the flow timer",
+    "whoever freed a slot or opened a window or blocked a job: enqueue, a job's end, "
+    "promotion, a retry, the flow timer; a blocked slot holder by the rate alone",
 )
 PROMOTE_BLOCKED = _transition(
     19,
@@ -223,7 +224,7 @@ PROMOTE_BLOCKED = _transition(
     (S.SCHEDULED,),
     S.BLOCKED,
     "",
-    "the maintenance loop, for a due job of a flow key that holds no slot",
+    "the maintenance loop, for a due job of a flow key (a slot it holds is kept)",
 )
 
 RETRY_NOW_BLOCKED = _transition(
@@ -232,8 +233,9 @@ RETRY_NOW_BLOCKED = _transition(
     (S.CLAIMED,),
     S.BLOCKED,
     # The same as RETRY_NOW: the next attempt is a start its key's rate window must count.
+    # A slot holder keeps flow_slot: it waits for the rate alone, in its key's blocked_holders.
     f"errors owner max_attempts {_ATTEMPT_OVER}",
-    "worker (also as it stops), reaper, supervisor, for a job of a flow key that holds no slot",
+    "worker (also as it stops), reaper, supervisor, for a job of a flow key",
 )
 
 TRANSITIONS = (
@@ -383,15 +385,17 @@ def retry_after(delay: float | None) -> Step:
     return Step(RETRY_LATER, delay) if delay > 0 else Step(RETRY_NOW, 0.0)
 
 
-def through_admission(step: Step, flow_key: str | None, flow_slot: bool) -> Step:
-    """Return ``step``, or 21 for a retry at once of a job of a flow key that holds no slot.
+def through_admission(step: Step, flow_key: str | None) -> Step:
+    """Return ``step``, or 21 for a retry at once of a job of a flow key.
 
-    Such a job's key has a rate and no concurrency limit (a key with a limit gives each job
-    a slot at admission, kept across retries): its next attempt is a new start, so it waits
-    BLOCKED for its key's rate window like a new job instead of going READY (7). A plain job
-    (no flow key) pays two attribute checks.
+    Its next attempt is a new start, which its key's rate window must count: it waits
+    BLOCKED instead of going READY (7), and the transaction that writes it has its key admit
+    what it allows (18). A job that holds a slot keeps it and is admitted by the rate alone:
+    at once when its key has no rate or a window with starts left. Deciding costs a plain
+    job (no flow key) one attribute check, and a keyed job no query: the key's rate is read
+    by the admission, under the key's lock, after the job's own row.
     """
-    if step.transition is RETRY_NOW and flow_key is not None and not flow_slot:
+    if step.transition is RETRY_NOW and flow_key is not None:
         return Step(RETRY_NOW_BLOCKED, 0.0)
     return step
 

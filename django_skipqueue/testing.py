@@ -85,10 +85,15 @@ def run_jobs(
         while True:
             if scheduled:
                 waiting = Job.objects.using(using).filter(status=JobStatus.SCHEDULED)
-                keys = waiting.filter(flow_key__isnull=False, flow_slot=False)
-                flow_keys = {k for k in keys.values_list("flow_key", flat=True) if k}
+                keyed = waiting.filter(flow_key__isnull=False)
+                flow_keys: set[str] = set()
+                holders: dict[str, list[int]] = {}
+                for pk, key, slot in keyed.values_list("pk", "flow_key", "flow_slot"):
+                    flow_keys.add(key)
+                    if slot:
+                        holders.setdefault(key, []).append(pk)
                 with transaction.atomic(using=using):
-                    transitions.promote(waiting, flow_keys)
+                    transitions.promote(waiting, flow_keys, holders)
             if len(report) >= max_runs:
                 ready = Job.objects.using(using).filter(status=JobStatus.READY)
                 if names:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import reduce
 from operator import or_
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -77,11 +77,17 @@ def fenced(job: Job) -> JobQuerySet:
 # 3 promote, 18 admit, 4 claim, 8 release: ready and back.
 
 
-def promote(rows: Rows, flow_keys: Collection[str] = ()) -> int:
+def promote(
+    rows: Rows,
+    flow_keys: Collection[str] = (),
+    holders: Mapping[str, Collection[int]] | None = None,
+) -> int:
     """Make the due scheduled jobs of ``rows`` (locked by the caller) ready (3).
 
-    ``flow_keys`` are the flow keys of those rows: a job of one that holds no slot waits
-    for it blocked instead (19), and its key admits what it allows, in the same transaction.
+    ``flow_keys`` are the flow keys of those rows: a job of one waits blocked instead (19),
+    and its key admits what it allows, in the same transaction. ``holders``: per key, the
+    jobs among them that hold a slot (a retry after a backoff, a snooze): they keep it and
+    wait for the key's rate window alone.
     """
     scheduled = rows.filter(status=JobStatus.SCHEDULED)
     if not flow_keys:
@@ -89,7 +95,7 @@ def promote(rows: Rows, flow_keys: Collection[str] = ()) -> int:
     from django_skipqueue.flow import admission
 
     written = scheduled.update(status=admission.blocked_status())
-    admission.admit_keys(rows.db, flow_keys)
+    admission.admit_keys(rows.db, flow_keys, holders)
     return written
 
 
@@ -216,9 +222,9 @@ def cancel_running(job: Job, error: dict[str, str]) -> bool:
 def end_attempt(job: Job, error: dict[str, str], step: Step) -> bool:
     """Apply ``step`` (6, 7, 9 or 10) to the worker's attempt that did not succeed.
 
-    A retry at once (7) of a job of a flow key that holds no slot waits blocked (21).
+    A retry at once (7) of a job of a flow key waits blocked (21).
     """
-    step = through_admission(step, job.flow_key, job.flow_slot)
+    step = through_admission(step, job.flow_key)
     ended = None if step.retried else _ended(job, step.status)
     fields = _attempt_over(job.errors, job.worker_ids, job.owner, error, step)
     return _apply(job, ended, **fields)
@@ -229,11 +235,10 @@ def interrupt(job: Job, error: dict[str, str]) -> bool:
 
     The attempt counts: its error and worker id are added, and ``started_at`` and
     ``attempts`` stay. The job is ready again at once, with one more attempt if that was its
-    last: the stop was the worker's, not the job's. A job of a flow key that holds no slot
-    (a rate-limited key) waits blocked for its key's window instead (21): the attempt it ran
-    was a start, and so is the next.
+    last: the stop was the worker's, not the job's. A job of a flow key waits blocked for its
+    key's admission instead (21): the attempt it ran was a start, and so is the next.
     """
-    step = through_admission(Step(RETRY_NOW, 0.0), job.flow_key, job.flow_slot)
+    step = through_admission(Step(RETRY_NOW, 0.0), job.flow_key)
     fields = _attempt_over(job.errors, job.worker_ids, job.owner, error, step)
     return _apply(job, None, **fields, max_attempts=max(job.max_attempts, job.attempts + 1))
 
@@ -243,10 +248,10 @@ def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step:
 
     ``row`` holds the fence as the reaper read it; the lease must still be expired, so a
     worker that renewed it meanwhile keeps its job. The owner is cleared in every case. A
-    retry at once of a job of a flow key that holds no slot waits blocked (21), and its key
-    admits what it allows in the same transaction.
+    retry at once of a job of a flow key waits blocked (21), and its key admits what it
+    allows in the same transaction (a slot holder by the rate alone).
     """
-    step = through_admission(step, row.get("flow_key"), bool(row.get("flow_slot")))
+    step = through_admission(step, row.get("flow_key"))
     fields = _attempt_over(row["errors"], row["worker_ids"], row["owner"], error, step)
     rows = Job.objects.using(using).expired()
     fence = rows.filter(pk=row["pk"], owner=row["owner"], attempts=row["attempts"])
@@ -264,7 +269,7 @@ def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step:
         if written and slot:
             _release(using, row["flow_key"], row["pk"], step.status)
         if written and blocked:
-            _admit(using, row["flow_key"])
+            _admit(using, row["flow_key"], row["pk"] if row.get("flow_slot") else None)
     return written
 
 
@@ -296,7 +301,8 @@ def _apply(job: Job, ended: Ended | None = None, **fields: Any) -> bool:
     """Write the fenced UPDATE; count ``ended`` in its batch in the same transaction.
 
     A job that ends holding a flow slot gives it back in that transaction too, and a job
-    that waits blocked for its key again (21) has its key admit what it allows.
+    that waits blocked for its key again (21) has its key admit what it allows (itself, if
+    it holds a slot, by the rate alone).
     """
     slot = job.flow_slot and fields.get("status") in FINISHED_STATUSES
     blocked = fields.get("status") == JobStatus.BLOCKED
@@ -315,20 +321,26 @@ def _apply(job: Job, ended: Ended | None = None, **fields: Any) -> bool:
         if written and slot:
             _release(using, job.flow_key, job.pk, fields["status"])
         if written and blocked:
-            _admit(using, job.flow_key)
+            _admit(using, job.flow_key, job.pk if job.flow_slot else None)
     return written
 
 
-def _admit(using: str, key: str | None) -> None:
+def _admit(using: str, key: str | None, holder: int | None) -> None:
     """Admit what the key of a job that has just become blocked allows (18, after 21).
 
     A rate window with starts left makes the job ready again in the same transaction; a
-    spent one leaves it blocked until the flow timer opens the next window.
+    spent one leaves it blocked until the flow timer opens the next window. ``holder``: the
+    job holds a slot, which it keeps; it waits in the key's ``blocked_holders`` for the rate
+    alone (at once on a key without a rate).
     """
-    if key is not None:
-        from django_skipqueue.flow import admission
+    if key is None:
+        return
+    from django_skipqueue.flow import admission
 
+    if holder is None:
         admission.admit_keys(using, [key])
+    else:
+        admission.hold(using, key, holder)
 
 
 def _release(using: str, key: str | None, job_id: int, status: Any) -> None:
@@ -536,16 +548,24 @@ def retry_failed(rows: Rows, jobs: Sequence[Job] = ()) -> int:
 
 def _retry_failed(rows: Rows) -> int:
     failed = rows.filter(status=JobStatus.FAILED)
-    # Flow control: a job that gave its slot back waits for one again (20).
-    waiting = failed.filter(flow_key__isnull=False, flow_slot=False)
-    keys = {key for key in waiting.values_list("flow_key", flat=True) if key is not None}
+    # Flow control: a job that gave its slot back waits for one again, and a job that kept
+    # it (an ordered key that blocks on failure) waits for its key's rate window (20).
+    keyed = failed.filter(flow_key__isnull=False).values_list("pk", "flow_key", "flow_slot")
+    keys: set[str] = set()
+    holders: dict[str, list[int]] = {}
+    for pk, key, slot in keyed:
+        if key is None:
+            continue
+        keys.add(key)
+        if slot:
+            holders.setdefault(key, []).append(pk)
     if not keys:
         return _retry_failed_as(failed, JobStatus.READY)
     from django_skipqueue.flow import admission
 
     with transaction.atomic(using=rows.db):
         written = _retry_failed_as(failed, admission.blocked_status())
-        admission.admit_keys(rows.db, keys)
+        admission.admit_keys(rows.db, keys, holders)
     return written
 
 

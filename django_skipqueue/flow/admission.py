@@ -9,7 +9,7 @@ then the blocked rows it admits; an enqueue holds no job row before the key's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,6 +28,9 @@ logger = logging.getLogger("django_skipqueue.flow")
 ADMIT_BATCH = 500
 #: Keys the flow timer looks at per transaction.
 WAKE_BATCH = 100
+#: Seconds before the flow timer looks again at a key whose blocked slot holder was locked by
+#: another transaction when the admission wanted it.
+LOCKED_HOLDER_RETRY = 1.0
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CONFIG = ("limit", "ordered", "on_failure", "rate", "period")
 
@@ -76,56 +79,127 @@ def lock_key(using: str, flow: Flow) -> FlowKey:
 
 
 def admit(
-    using: str, state: FlowKey, now: datetime | None = None, *, stored_running: int | None = None
+    using: str,
+    state: FlowKey,
+    now: datetime | None = None,
+    *,
+    stored_running: int | None = None,
+    hold: Collection[int] = (),
+    drop: Collection[int] = (),
 ) -> list[int]:
-    """Make the oldest blocked jobs of a locked key READY, as many as it allows (18).
+    """Make the blocked jobs of a locked key READY, as many as it allows (18).
 
-    The slots free (``limit - running``) and the starts left in the current rate window
-    bound how many; the rest stay blocked. When the window is spent, ``wake_at`` asks the
+    First the slot holders waiting for a rate window (``blocked_holders``, with ``hold``: jobs
+    the caller has just made blocked holding their slot; without ``drop``: jobs that have
+    just left), by the rate alone, oldest first; then the oldest blocked jobs that need a
+    slot, as many as the free slots (``limit - running``) and the starts left in the current
+    rate window allow. The rest stay blocked. When the window is spent, ``wake_at`` asks the
     flow timer to come back at the next one's start. Returns the ids admitted.
     """
     # What the row holds: a release that is followed by one admission writes nothing.
     stored_running = state.running if stored_running is None else stored_running
-    free = ADMIT_BATCH if state.limit is None else state.limit - state.running
+    stored_holders = list(state.blocked_holders)
+    holders = [pk for pk in stored_holders if pk not in drop]
+    holders += [pk for pk in hold if pk not in holders]
     changed = set()
+    starts = ADMIT_BATCH
     if state.rate is not None and state.period:
         now = now or read_db_now(using)
         start = window_start(now, state.period)
         if state.window_start != start:
             turn_window(using, state, start)
             changed |= {"window_start", "window_count", "window_jobs"}
-        free = min(free, state.rate - state.window_count)
-    ids: list[int] = []
+        starts = state.rate - state.window_count
+    rows: list[tuple[int, str]] = []
+    locked = False
+    if holders and starts > 0:
+        held, holders, locked = _admit_holders(using, state.key, holders, starts)
+        rows += held
+        starts -= len(held)
+    free = ADMIT_BATCH if state.limit is None else state.limit - state.running
+    free = min(free, starts)
     if free > 0:
         waiting = Job.objects.using(using).filter(waiting_key=WAITING_PREFIX + state.key)
-        waiting = waiting.order_by("id")
+        # A holder is admitted above, by the rate alone: never here, where it would take a
+        # second slot.
+        waiting = waiting.filter(flow_slot=False).order_by("id")
         # Ordered keys wait for a row another transaction holds: its place is its id.
-        locked = waiting.select_for_update(skip_locked=not state.ordered)
-        rows = list(locked.values_list("pk", "queue_name")[:free])
-        if rows:
-            ids = [pk for pk, _ in rows]
+        locked_rows = waiting.select_for_update(skip_locked=not state.ordered)
+        new = list(locked_rows.values_list("pk", "queue_name")[:free])
+        if new:
             transitions.admit(
-                Job.objects.using(using).filter(pk__in=ids), slot=state.limit is not None
+                Job.objects.using(using).filter(pk__in=[pk for pk, _ in new]),
+                slot=state.limit is not None,
             )
             if state.limit is not None:
-                state.running += len(ids)
-            if state.rate is not None:
-                state.window_count += len(ids)
-                state.window_jobs = [*state.window_jobs, *ids]
-                changed |= {"window_count", "window_jobs"}
-            wakeup.after_commit(using, {queue for _, queue in rows})
+                state.running += len(new)
+            rows += new
+    ids = [pk for pk, _ in rows]
+    if ids:
+        if state.rate is not None:
+            state.window_count += len(ids)
+            state.window_jobs = [*state.window_jobs, *ids]
+            changed |= {"window_count", "window_jobs"}
+        wakeup.after_commit(using, {queue for _, queue in rows})
     wake_at = None
     spent = state.rate is not None and state.window_count >= state.rate
     if spent and state.window_start is not None and state.period:
         wake_at = state.window_start + timedelta(seconds=state.period)
+    if locked:
+        # A holder another transaction has locked (an operator cancelling it, which gives
+        # its slot back): the flow timer looks again soon, lest it stay blocked.
+        soon = (now or read_db_now(using)) + timedelta(seconds=LOCKED_HOLDER_RETRY)
+        wake_at = soon if wake_at is None else min(wake_at, soon)
     if wake_at != state.wake_at:
         state.wake_at = wake_at
         changed.add("wake_at")
     if state.running != stored_running:
         changed.add("running")
+    if holders != stored_holders:
+        state.blocked_holders = holders
+        changed.add("blocked_holders")
     if changed:
         state.save(using=using, update_fields=sorted(changed))
     return ids
+
+
+def _admit_holders(
+    using: str, key: str, holders: list[int], starts: int
+) -> tuple[list[tuple[int, str]], list[int], bool]:
+    """Admit up to ``starts`` of a key's blocked slot holders, oldest first, by primary key.
+
+    They keep their slot (``running`` does not change). Returns the ``(id, queue)`` admitted,
+    the holders still waiting, and whether one was skipped because another transaction holds
+    its row. An id that is no longer a blocked holder of the key (cancelled meanwhile) is
+    dropped.
+    """
+    admitted: list[tuple[int, str]] = []
+    skipped: list[int] = []
+    pending = sorted(holders)
+    while pending and len(admitted) < starts:
+        count = starts - len(admitted)
+        batch, pending = pending[:count], pending[count:]
+        rows = Job.objects.using(using).filter(pk__in=batch).select_for_update(skip_locked=True)
+        found = {
+            pk: (status, slot, flow_key, queue)
+            for pk, status, slot, flow_key, queue in rows.values_list(
+                "pk", "status", "flow_slot", "flow_key", "queue_name"
+            )
+        }
+        if len(found) < len(batch):
+            # Locked by another transaction (kept), or deleted (dropped): a plain read tells.
+            missing = [pk for pk in batch if pk not in found]
+            skipped += Job.objects.using(using).filter(pk__in=missing).values_list("pk", flat=True)
+        admitted += [
+            (pk, found[pk][3])
+            for pk in batch
+            if pk in found and found[pk][:3] == (JobStatus.BLOCKED, True, key)
+        ]
+    if admitted:
+        transitions.admit(
+            Job.objects.using(using).filter(pk__in=[pk for pk, _ in admitted]), slot=True
+        )
+    return admitted, sorted([*skipped, *pending]), bool(skipped)
 
 
 def turn_window(using: str, state: FlowKey, start: datetime) -> None:
@@ -174,7 +248,8 @@ def release(using: str, key: str, *, failed: bool = False, job_id: int | None = 
     stored = state.running
     if state.limit is not None and state.running > 0:
         state.running -= 1
-    admit(using, state, stored_running=stored)
+    # A blocked holder that is cancelled leaves the key's waiting holders.
+    admit(using, state, stored_running=stored, drop=() if job_id is None else (job_id,))
 
 
 def release_many(using: str, counts: Mapping[str, int]) -> None:
@@ -188,19 +263,33 @@ def release_many(using: str, counts: Mapping[str, int]) -> None:
         admit(using, state, stored_running=stored)
 
 
-def admit_keys(using: str, keys: Iterable[str]) -> None:
-    """Admit what each key allows (its jobs just became blocked), in the caller's transaction."""
+def admit_keys(
+    using: str, keys: Iterable[str], holders: Mapping[str, Collection[int]] | None = None
+) -> None:
+    """Admit what each key allows (its jobs just became blocked), in the caller's transaction.
+
+    ``holders``: per key, the jobs among them that hold a slot; they join the key's
+    ``blocked_holders`` and wait for its rate window alone.
+    """
+    holders = holders or {}
     rows = FlowKey.objects.using(using).select_for_update()
-    for key in sorted(set(keys)):
+    for key in sorted(set(keys) | set(holders)):
         state = rows.filter(key=key).first()
         if state is not None:
-            admit(using, state)
+            admit(using, state, hold=holders.get(key, ()))
+
+
+def hold(using: str, key: str, job_id: int) -> None:
+    """A job of ``key`` that holds a slot has just become blocked (21): it waits for the
+    key's rate window alone, and is admitted at once if the window has starts left."""
+    admit_keys(using, [key], {key: [job_id]})
 
 
 def blocked_status() -> Case:
-    """A due scheduled job's new status (3 or 19): BLOCKED when it waits for a flow slot."""
+    """A due scheduled (or retried) job's new status: BLOCKED for a job of a flow key (19, 20),
+    which its key admits (a slot holder by the rate alone); READY for a plain job (3, 12)."""
     return Case(
-        When(flow_key__isnull=False, flow_slot=False, then=Value(JobStatus.BLOCKED)),
+        When(flow_key__isnull=False, then=Value(JobStatus.BLOCKED)),
         default=Value(JobStatus.READY),
     )
 

@@ -69,6 +69,9 @@ def reason(job: Job) -> str:
         if job.flow_slot:
             return f"holds one of its key's {state.limit} slot(s)"
         return "no slot held"
+    if job.flow_slot:  # a retry that keeps its slot: it waits for the rate alone
+        window = f"the next rate window ({state.rate} starts per {state.period:g} s)"
+        return f"holds one of its key's {state.limit} slot(s); waiting for {window}"
     parts = []
     if state.limit is not None and state.running >= state.limit:
         parts.append(f"a free slot ({state.running} of {state.limit} running)")

@@ -34,8 +34,13 @@ def _promote_batch(using: str, batch: int) -> int:
         rows = Job.objects.db_manager(using).lock_batch(due, fields, batch)
         if rows:
             ids = [pk for pk, *_ in rows]
-            # Jobs of a flow key that hold no slot wait for one, blocked (19).
-            keys = {key for _, _, key, slot in rows if key is not None and not slot}
-            transitions.promote(Job.objects.using(using).filter(pk__in=ids), keys)
+            # Jobs of a flow key wait blocked for their key's admission (19): a slot holder
+            # (a retry after a backoff) keeps its slot and waits for the rate window alone.
+            keys = {key for _, _, key, _ in rows if key is not None}
+            holders: dict[str, list[int]] = {}
+            for pk, _, key, slot in rows:
+                if key is not None and slot:
+                    holders.setdefault(key, []).append(pk)
+            transitions.promote(Job.objects.using(using).filter(pk__in=ids), keys, holders)
             wakeup.after_commit(using, {queue_name for _, queue_name, *_ in rows})
     return len(rows)

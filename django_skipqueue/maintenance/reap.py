@@ -159,8 +159,8 @@ def _reclaim(using: str, row: dict[str, Any], runner: str, step: ReapResult) -> 
     ending = next_step(
         row["attempts"], row["max_attempts"], policy, cancel_requested=cancel, error=lost
     )
-    # A rate-limited job retried at once waits for its key's window (21), not ready (7).
-    ending = through_admission(ending, row["flow_key"], bool(row["flow_slot"]))
+    # A job of a flow key retried at once waits for its key's admission (21), not ready (7).
+    ending = through_admission(ending, row["flow_key"])
     if transitions.end_lost_lease(using, row, error, ending) != 1:
         step.fenced += 1
         return

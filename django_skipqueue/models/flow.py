@@ -16,7 +16,8 @@ class FlowKey(models.Model):
     key = models.CharField(max_length=191, primary_key=True)
     #: Jobs of the key that may hold a slot at once; NULL for a rate limit alone.
     limit = models.PositiveIntegerField(null=True, blank=True)
-    #: Jobs holding a slot now: admitted and not yet ended (a retry keeps its slot).
+    #: Jobs holding a slot now: admitted and not yet ended (a retry keeps its slot, blocked
+    #: holders included).
     running = models.PositiveIntegerField(default=0)
     #: One at a time in enqueue order (limit 1).
     ordered = models.BooleanField(default=False)
@@ -31,6 +32,11 @@ class FlowKey(models.Model):
     #: claimed when it began): when the next window begins, those not claimed yet, and those
     #: claimed since it began, count in it. At most ``rate`` ids per window, usually fewer.
     window_jobs = models.JSONField(default=list)
+    #: The jobs that hold a slot and wait BLOCKED for a rate window (a retry, at once or
+    #: promoted after its backoff; an operator's retry of a job that kept its slot): the
+    #: admission reads them by primary key and admits them by the rate alone, before the jobs
+    #: that need a slot, so it never scans the key's blocked rows for them. At most ``limit``.
+    blocked_holders = models.JSONField(default=list)
     #: When the flow timer must look at the key again: its next rate window, while jobs wait.
     wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
 

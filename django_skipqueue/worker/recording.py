@@ -102,12 +102,9 @@ def made_ready(outcomes: Sequence[Outcome]) -> set[str]:
 
 
 def _waits_for_admission(outcome: Outcome) -> bool:
-    """A retry at once that waits blocked for its key's rate window (21): its admission, if
-    any, wakes its queue itself."""
-    job = outcome.job
-    return through_admission(outcome.step, job.flow_key, job.flow_slot).status == (
-        JobStatus.BLOCKED
-    )
+    """A retry at once that waits blocked for its key's admission (21): the admission, when
+    it makes the job ready, wakes its queue itself."""
+    return through_admission(outcome.step, outcome.job.flow_key).status == JobStatus.BLOCKED
 
 
 def already_written(rejected: Sequence[Outcome]) -> list[bool]:
@@ -241,10 +238,8 @@ def reclaim(owner: str, using: str, reason: str) -> list[Job]:
     """
     held = list(Job.objects.using(using).held_by(owner))
     steps = {
-        # A job of a rate-limited key waits for its key's window (21): its admission wakes.
-        job.pk: through_admission(
-            next_step(job.attempts, job.max_attempts, 0), job.flow_key, job.flow_slot
-        )
+        # A job of a flow key waits for its key's admission (21), which wakes its queue.
+        job.pk: through_admission(next_step(job.attempts, job.max_attempts, 0), job.flow_key)
         for job in held
     }
     taken = [job for job in held if _reclaim_one(job, reason, steps[job.pk])]

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from django_skipqueue import transitions
 from django_skipqueue.admin import operations
-from django_skipqueue.db.clock import DatabaseNowPlus
+from django_skipqueue.db.clock import DatabaseNowPlus, read_db_now
 from django_skipqueue.exceptions import message_record
+from django_skipqueue.flow import admission
+from django_skipqueue.flow.status import reason
 from django_skipqueue.maintenance.promote import promote
 from django_skipqueue.maintenance.reap import reap
 from django_skipqueue.models import FlowKey, Job
-from tests.support.tasks import apply_event, export_for
+from tests.support.tasks import apply_event, export_for, sync_each_second, sync_hourly
 
 pytestmark = pytest.mark.django_db
 
@@ -96,3 +100,44 @@ def test_an_ordered_key_that_skips_runs_the_next_and_a_retry_waits_its_turn():
     (nxt,) = Job.objects.claim(["default"], limit=1, owner="w1")
     assert nxt.pk == second.pk and transitions.succeed(nxt, None)
     assert (status(first), running(first)) == ("ready", 1)  # the oldest waiting: its turn
+
+
+def test_a_holder_retried_in_a_spent_window_waits_blocked_with_its_slot_until_cancelled():
+    first, second = jobs_of(sync_hourly, "api1", count=2)
+    assert transitions.fail(claim_one(), ERROR, retry_in=0)
+    # Its one start an hour is spent: the retry waits for the next window, holding the slot,
+    # so the key's later job still waits behind it.
+    job = Job.objects.get(pk=first.pk)
+    state = FlowKey.objects.get(key=first.flow_key)
+    assert (job.status, job.flow_slot, status(second)) == ("blocked", True, "blocked")
+    assert (state.running, state.blocked_holders, state.window_count) == (1, [first.pk], 1)
+    assert state.wake_at is not None
+    assert "holds one of its key's 1 slot(s); waiting for the next rate window" in reason(job)
+    # Cancelled, it gives its slot back and leaves the waiting holders.
+    operations.cancel_waiting(Job.objects.filter(pk=first.pk), record, "no")
+    job.refresh_from_db()
+    state.refresh_from_db()
+    assert (job.status, job.flow_slot, state.running, state.blocked_holders) == (
+        "cancelled",
+        False,
+        0,
+        [],
+    )
+    assert status(second) == "blocked"  # a free slot, and the hour's start spent
+
+
+def test_the_flow_timer_admits_a_waiting_holder_in_the_next_window_before_later_jobs():
+    first, second = jobs_of(sync_each_second, "api2", count=2)
+    assert transitions.fail(claim_one(), ERROR, retry_in=0)
+    state = FlowKey.objects.get(key=first.flow_key)
+    if state.blocked_holders:  # the first start's window has not ended yet
+        assert (status(first), state.blocked_holders) == ("blocked", [first.pk])
+        # (Not wait_for: it would close this test's connection, inside its transaction.)
+        while read_db_now("default") < state.wake_at:
+            time.sleep(0.05)
+        assert admission.wake_due("default") == 1
+        state.refresh_from_db()
+    # Admitted by the rate alone, in its place: it kept the slot, the later job waits.
+    job = Job.objects.get(pk=first.pk)
+    assert (job.status, job.flow_slot, status(second)) == ("ready", True, "blocked")
+    assert (state.running, state.blocked_holders, state.window_jobs) == (1, [], [first.pk])

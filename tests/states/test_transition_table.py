@@ -31,7 +31,7 @@ from django_skipqueue.maintenance.reap import reap
 from django_skipqueue.models import Job
 from django_skipqueue.worker import recording
 from tests.conftest import ROOT
-from tests.support.tasks import call_hourly, export_for, noop, reindex_user
+from tests.support.tasks import call_hourly, export_for, noop, reindex_user, sync_hourly
 
 pytestmark = pytest.mark.django_db
 
@@ -145,6 +145,42 @@ def rate_spent(*, expire: bool = False, **fields: Any) -> Job:
     (mine,) = Job.objects.claim([job.queue_name], limit=1, owner="w1")
     if expire:
         Job.objects.filter(pk=mine.pk).update(lease_until=DatabaseNowPlus(-5))
+    return mine
+
+
+def holder_spent(*, expire: bool = False) -> Job:
+    """A claimed job of an ordered API that holds its key's slot and has spent its one start
+    an hour (sync_hourly): a retry keeps the slot and waits for the next window."""
+    job = Job.objects.get(pk=sync_hourly.enqueue("maps").id)
+    assert job.status == "ready" and job.flow_slot
+    (mine,) = Job.objects.claim([job.queue_name], limit=1, owner="w1")
+    if expire:
+        Job.objects.filter(pk=mine.pk).update(lease_until=DatabaseNowPlus(-5))
+    return mine
+
+
+def holder_due() -> Job:
+    """A slot holder of sync_hourly retried after a backoff, due now."""
+    job = holder_spent()
+    assert transitions.fail(job, ERROR, retry_in=30)
+    Job.objects.filter(pk=job.pk).update(run_after=DatabaseNowPlus(-1))
+    return job
+
+
+def holder_blocked() -> Job:
+    """A slot holder of sync_hourly retried at once, blocked for the next window."""
+    job = holder_spent()
+    assert transitions.fail(job, ERROR, retry_in=0)
+    return job
+
+
+def holder_failed() -> Job:
+    """A job of an ordered API that failed for good and kept its key's slot ("block")."""
+    job = Job.objects.get(
+        pk=sync_hourly.using(ordered_failure="block", max_attempts=1).enqueue("maps").id
+    )
+    (mine,) = Job.objects.claim([job.queue_name], limit=1, owner="w1")
+    assert transitions.fail(mine, ERROR, retry_in=None)
     return mine
 
 
@@ -286,6 +322,41 @@ CASES = [
         lambda: rate_spent(max_attempts=1),
         lambda job: recording.interrupt([job], "default", "immediate stop, SIGTERM"),
         RETRIED | {"max_attempts"},
+    ),
+    # A slot holder of a key with a rate: it keeps its slot (flow_slot) while it waits.
+    Case(
+        states.RETRY_NOW_BLOCKED,
+        "worker-holder",
+        holder_spent,
+        lambda job: transitions.fail(job, ERROR, retry_in=0),
+        RETRIED,
+    ),
+    Case(
+        states.RETRY_NOW_BLOCKED,
+        "reaper-holder",
+        lambda: holder_spent(expire=True),
+        lambda job: reap(runner="r"),
+        RETRIED,
+    ),
+    Case(
+        states.PROMOTE_BLOCKED,
+        "maintenance-holder",
+        holder_due,
+        lambda job: promote(),
+        frozenset(),
+    ),
+    Case(
+        states.RETRY_BLOCKED,
+        "admin-holder",
+        holder_failed,
+        lambda job: operations.retry_failed(Job.objects.filter(pk=job.pk), keep),
+    ),
+    Case(
+        states.CANCEL,
+        "admin-blocked-holder",
+        holder_blocked,
+        lambda job: operations.cancel_waiting(Job.objects.filter(pk=job.pk), keep, "no longer"),
+        frozenset({"errors", "finished_at", "flow_slot"}),
     ),
     Case(
         states.CANCEL,

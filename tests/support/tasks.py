@@ -87,3 +87,16 @@ def call_hourly(api: str) -> None:
 @task(concurrency_key="api:{api}", rate_limit=(1, 1.0), retry_backoff=0, max_attempts=5)
 def call_each_second(api: str) -> None:
     """One start a second per API; a lost attempt is retried at once (no backoff)."""
+
+
+@task(concurrency_key="api:{api}", ordered=True, rate_limit=(1, 3600.0), retry_backoff=0,
+      max_attempts=5)  # fmt: skip
+def sync_hourly(api: str) -> None:
+    """One at a time in enqueue order and one start an hour per API; a failed attempt is
+    retried at once, keeping the key's slot."""
+
+
+@task(concurrency_key="api:{api}", ordered=True, rate_limit=(1, 1.0), retry_backoff=0,
+      max_attempts=5)  # fmt: skip
+def sync_each_second(api: str) -> None:
+    """One at a time in enqueue order and one start a second per API; retried at once."""
