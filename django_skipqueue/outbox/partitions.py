@@ -25,8 +25,9 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast
 
-from ..db.clock import DatabaseNow, DatabaseNowPlus
-from ..db.statements import retry_whole_transaction, short_transaction
+from ..db.clock import DatabaseNow
+from ..db.statements import retry_whole_transaction, short_transaction, slot_int
+from . import compiled
 from .models import MessageStatus, OutboxMessage, OutboxPartition
 
 
@@ -57,17 +58,21 @@ def free_with_work(using: str) -> tuple[list[int], int]:
 
 
 def _with_work(using: str) -> list[tuple[int, bool]]:
-    messages = OutboxMessage.objects.using(using).filter(partition=OuterRef("number"))
-    pending = Exists(messages.filter(status=MessageStatus.PENDING))
-    retrying = Exists(messages.filter(status=MessageStatus.RETRY))
-    held = Q(owner__isnull=False, lease_until__gte=DatabaseNow())
-    rows = (
-        OutboxPartition.objects.using(using)
-        .filter(pending | retrying)
-        .annotate(held=ExpressionWrapper(held, output_field=BooleanField()))
-        .order_by("number")
-    )
-    return [(number, bool(busy)) for number, busy in rows.values_list("number", "held")]
+    def build() -> QuerySet[Any, Any]:
+        messages = OutboxMessage.objects.using(using).filter(partition=OuterRef("number"))
+        pending = Exists(messages.filter(status=MessageStatus.PENDING))
+        retrying = Exists(messages.filter(status=MessageStatus.RETRY))
+        held = Q(owner__isnull=False, lease_until__gte=DatabaseNow())
+        return (
+            OutboxPartition.objects.using(using)
+            .filter(pending | retrying)
+            .annotate(held=ExpressionWrapper(held, output_field=BooleanField()))
+            .order_by("number")
+            .values_list("number", "held")
+        )
+
+    rows = compiled.read_rows(using, "outbox-with-work", build, [])
+    return [(number, bool(busy)) for number, busy in rows]
 
 
 def claim(using: str, owner: str, candidates: list[int], *, limit: int, lease: float) -> list[int]:
@@ -82,17 +87,9 @@ def claim(using: str, owner: str, candidates: list[int], *, limit: int, lease: f
         return []
 
     def lock_and_lease() -> list[int]:
-        free = (
-            OutboxPartition.objects.using(using)
-            .filter(number__in=chosen)
-            .filter(Q(owner__isnull=True) | Q(lease_until__lt=DatabaseNow()))
-            .select_for_update(skip_locked=True)
-        )
-        numbers = list(free.values_list("number", flat=True))
+        numbers = compiled.lock_free_partitions(using, chosen)
         if numbers:
-            OutboxPartition.objects.using(using).filter(number__in=numbers).update(
-                owner=owner, lease_until=DatabaseNowPlus(lease)
-            )
+            compiled.lease_partitions(using, numbers, owner, lease)
         return numbers
 
     connection = connections[using]
@@ -108,9 +105,8 @@ def claim(using: str, owner: str, candidates: list[int], *, limit: int, lease: f
 
 def release(using: str, owner: str, numbers: list[int]) -> None:
     """Give the partitions back, fenced: a lease taken over by another relay is not touched."""
-    OutboxPartition.objects.using(using).filter(number__in=numbers, owner=owner).update(
-        owner=None, lease_until=None
-    )
+    if numbers:
+        compiled.release_partitions(using, owner, numbers)
 
 
 def still_held(using: str, owner: str, numbers: list[int]) -> bool:
@@ -163,11 +159,16 @@ def sendable(using: str, partition: int, limit: int) -> Backlog:
     id); a second read of the pending messages, without the held keys, only when a retry is
     not due yet (the first read may then be filled with messages that cannot go).
     """
-    retries, first = _retrying(using, partition), _pending(using, partition, limit)
+    rows: list[Any]
     if connections[using].features.supports_slicing_ordering_in_compound:
-        rows: list[Any] = list(retries.union(first, all=True))
+
+        def both() -> QuerySet[Any, Any]:
+            part = slot_int(0)
+            return _retrying(using, part).union(_pending(using, part, limit), all=True)
+
+        rows = compiled.read_rows(using, ("outbox-sendable", limit), both, [partition])
     else:  # SQLite: no ORDER BY or LIMIT inside a UNION's parts, so two reads
-        rows = [*retries, *first]
+        rows = [*_retrying(using, partition), *_pending(using, partition, limit)]
     messages = [Row(*row) for row in rows]
     retrying = [m for m in messages if m.status == MessageStatus.RETRY]
     pending = [m for m in messages if m.status == MessageStatus.PENDING]
@@ -188,8 +189,10 @@ def _rows(messages: QuerySet[OutboxMessage], due: Any) -> QuerySet[OutboxMessage
 
 
 def _retrying(using: str, partition: int) -> QuerySet[OutboxMessage]:
+    # partition__in: the same SQL as an equality, and it compiles with a placeholder value
+    # outside a small integer's range (compiled.read_rows).
     retries = OutboxMessage.objects.using(using).filter(
-        status=MessageStatus.RETRY, partition=partition
+        status=MessageStatus.RETRY, partition__in=[partition]
     )
     return _rows(retries, Q(available_at__lte=DatabaseNow())).order_by("id")
 
@@ -198,7 +201,7 @@ def _pending(
     using: str, partition: int, limit: int, held: frozenset[str] = frozenset()
 ) -> QuerySet[OutboxMessage]:
     messages = OutboxMessage.objects.using(using).filter(
-        status=MessageStatus.PENDING, partition=partition
+        status=MessageStatus.PENDING, partition__in=[partition]
     )
     if held:
         messages = messages.exclude(key__in=held)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.db.models import F, Subquery
+from django.db.models import F
 
-from ..db.clock import DatabaseNow, DatabaseNowPlus
-from .models import MessageStatus, OutboxMessage, OutboxPartition
+from ..db.clock import DatabaseNowPlus
+from . import compiled
+from .models import MessageStatus, OutboxMessage
 from .partitions import Row
 
 
@@ -43,13 +44,7 @@ def mark_claimed(using: str, ids: Sequence[int], token: str, relay: str, partiti
     live lease of the partition: a relay that stalled past its lease stamps nothing (0), and
     must publish nothing, since another relay may be sending the same rows.
     """
-    leased = OutboxPartition.objects.using(using).filter(
-        number=partition, owner=relay, lease_until__gte=DatabaseNow()
-    )
-    rows = OutboxMessage.objects.using(using).filter(
-        pk__in=ids, partition__in=Subquery(leased.values("number"))
-    )
-    return rows.update(owner=token, attempts=F("attempts") + 1)
+    return compiled.mark_claimed(using, ids, token, relay, partition) if ids else 0
 
 
 def settle(
@@ -64,7 +59,14 @@ def settle(
     never erases an earlier claim's possible duplicate.
     """
     objects = OutboxMessage.objects.using(using)
-    sent = objects.filter(pk__in=outcomes.sent, owner=token).delete()[0] if outcomes.sent else 0
+    sent = 0
+    if outcomes.sent:
+        deleted = compiled.delete_sent(using, outcomes.sent, token)
+        sent = (
+            objects.filter(pk__in=outcomes.sent, owner=token).delete()[0]
+            if deleted is None
+            else deleted
+        )
     retried = dead = 0
     retries = [(m, error, m.owner) for m, error in outcomes.retry]
     retries += [(m, error, token) for m, error in outcomes.retry_unanswered]
