@@ -186,8 +186,17 @@ def join_batch(jobs: Sequence[Job], using: str) -> None:
 
 
 def _key_statuses(task: Task) -> int:
+    """The statuses in which the job holds its key; ``blocked`` wherever ``ready`` is named.
+
+    A job of a flow key waits blocked on its way to ready: if it did not hold its key there,
+    a second call would insert a twin, and admitting it would meet the unique index.
+    """
     statuses = getattr(task, "unique_while", None)
-    return KEYED_MASK if statuses is None else key_mask(statuses)
+    if statuses is None:
+        return KEYED_MASK
+    if JobStatus.READY in statuses:
+        statuses = (*statuses, JobStatus.BLOCKED)
+    return key_mask(statuses)
 
 
 def _option(task: Task, name: str, default: Any) -> Any:
@@ -241,11 +250,12 @@ def _replace(holder: Job, job: Job, replace: Sequence[str]) -> bool:
     if "run_after" in replace:
         fields["run_after"] = job.run_after
         deferred = job.status == JobStatus.SCHEDULED
-    if not transitions.replace_waiting(holder, fields, deferred=deferred):
+    status = transitions.replace_waiting(holder, fields, deferred=deferred)
+    if status is None:
         return False
     for name, value in fields.items():
         setattr(holder, name, value)
-    holder.status = JobStatus.SCHEDULED if deferred else JobStatus.READY
+    holder.status = status
     return True
 
 

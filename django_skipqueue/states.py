@@ -227,6 +227,15 @@ PROMOTE_BLOCKED = _transition(
     "the maintenance loop, for a due job of a flow key (a slot it holds is kept)",
 )
 
+REPLACE_BLOCKED = _transition(
+    22,
+    "replace (blocked)",
+    (S.SCHEDULED,),
+    S.BLOCKED,
+    "args kwargs run_after",
+    "task.enqueue() with unique_replace, when the scheduled holder of a flow key is to run now",
+)
+
 RETRY_NOW_BLOCKED = _transition(
     21,
     "retry now (blocked)",
@@ -260,6 +269,7 @@ TRANSITIONS = (
     PROMOTE_BLOCKED,
     RETRY_BLOCKED,
     RETRY_NOW_BLOCKED,
+    REPLACE_BLOCKED,
 )
 
 

@@ -158,17 +158,29 @@ def snooze(job: Job, seconds: float) -> bool:
 # 15, 16 replace: a keyed enqueue with unique_replace (debounce) changes the waiting holder.
 
 
-def replace_waiting(holder: Job, fields: dict[str, Any], *, deferred: bool) -> bool:
-    """Write ``fields`` (args, kwargs, run_after) into a waiting job that holds a key (15, 16).
+def replace_waiting(holder: Job, fields: dict[str, Any], *, deferred: bool) -> JobStatus | None:
+    """Write ``fields`` (args, kwargs, run_after) into a waiting job that holds a key (15, 16,
+    22); return its new status, None if it was no longer waiting.
 
     Guarded by the status it was read in and its key: a holder claimed (or promoted) meanwhile
-    is left alone, and the caller looks again.
+    is left alone, and the caller looks again. A scheduled holder of a flow key that is to run
+    now waits blocked (22) and its key admits what it allows, in the same transaction, as a
+    promoted one does (19): it must not start without its key's slot and rate window.
     """
-    rows = Job.objects.using(holder._state.db or "default").filter(
+    using = holder._state.db or "default"
+    rows = Job.objects.using(using).filter(
         pk=holder.pk, status=holder.status, active_key=holder.idempotency_key
     )
-    status = JobStatus.SCHEDULED if deferred else JobStatus.READY
-    return rows.update(**fields, status=status) == 1
+    if deferred or holder.flow_key is None or holder.status == JobStatus.READY:
+        status = JobStatus.SCHEDULED if deferred else JobStatus.READY
+        return status if rows.update(**fields, status=status) == 1 else None
+    with transaction.atomic(using=using):
+        if rows.update(**fields, status=JobStatus.BLOCKED) != 1:
+            return None
+        _admit(using, holder.flow_key, holder.pk if holder.flow_slot else None)
+        # Admitted at once when its key had room.
+        now = Job.objects.using(using).filter(pk=holder.pk).values_list("status", flat=True)
+        return JobStatus(now[0])
 
 
 # No transition: the lease of a claimed job renewed, its cancellation requested.

@@ -8,11 +8,20 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from django_skipqueue import transitions
 from django_skipqueue.db.bulkinsert import insert_rows_keyed
 from django_skipqueue.enqueue import build_job
 from django_skipqueue.models import Job
 from django_skipqueue.tasks import KEY_LENGTH, call_key
-from tests.support.tasks import daily_report, import_feed, noop, reindex_user, sync_account
+from tests.support.tasks import (
+    daily_report,
+    export_waiting_once,
+    import_feed,
+    noop,
+    refresh_for,
+    reindex_user,
+    sync_account,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -72,6 +81,56 @@ def test_replace_mode_leaves_a_running_holder_alone():
     assert (job.status, job.args) == ("claimed", [2, ["name"]])
 
 
+def test_replace_mode_on_a_flow_key_waits_for_a_slot_instead_of_running_at_once():
+    """A scheduled holder told to run now goes through its key's admission (22), as a due
+    one does (19): without it, it would start beside the job that holds the key's slot."""
+    running = refresh_for.enqueue(7, "a", 1)
+    (claimed,) = Job.objects.claim(["default"], limit=1, owner="w1")
+    assert claimed.pk == int(running.id) and claimed.flow_slot
+    later = timezone.now() + timedelta(minutes=5)
+    waiting = refresh_for.using(run_after=later).enqueue(7, "b", 1)
+    assert Job.objects.get(pk=waiting.id).status == "scheduled"
+
+    again = refresh_for.enqueue(7, "b", 2)
+
+    assert again.id == waiting.id
+    job = Job.objects.get(pk=waiting.id)
+    assert (job.status, job.args, job.run_after, job.flow_slot) == (
+        "blocked",
+        [7, "b", 2],
+        None,
+        False,
+    )
+    assert transitions.succeed(claimed, None)
+    job.refresh_from_db()
+    assert (job.status, job.flow_slot) == ("ready", True)
+
+
+def test_replace_mode_on_a_free_flow_key_is_admitted_at_once():
+    later = timezone.now() + timedelta(minutes=5)
+    waiting = refresh_for.using(run_after=later).enqueue(8, "a", 1)
+    again = refresh_for.enqueue(8, "a", 2)
+    assert again.id == waiting.id
+    job = Job.objects.get(pk=waiting.id)
+    assert (job.status, job.args, job.flow_slot) == ("ready", [8, "a", 2], True)
+
+
+def test_a_blocked_job_holds_a_key_that_blocks_while_ready():
+    """unique_while=("scheduled", "ready") on a flow task: the blocked job waits to be ready,
+    so it holds the key (no twin that its admission would then collide with)."""
+    first = export_waiting_once.enqueue(7)
+    (running,) = Job.objects.claim(["default"], limit=1, owner="w1")
+    assert running.pk == int(first.id)
+    waiting = export_waiting_once.enqueue(7)
+    again = export_waiting_once.enqueue(7)
+    assert again.id == waiting.id != first.id
+    assert transitions.succeed(running, None)
+    assert list(Job.objects.order_by("pk").values_list("status", flat=True)) == [
+        "succeeded",
+        "ready",
+    ]
+
+
 def test_bulk_inserts_the_rest_and_reports_the_duplicates(backend):
     holder = sync_account.enqueue(1)
     calls = [
@@ -117,7 +176,9 @@ def test_unique_while_names_the_statuses_in_which_the_key_blocks():
     assert import_feed.enqueue("prices").id == second.id
     Job.objects.filter(pk=first.id).update(status="succeeded")
     assert Job.objects.get(pk=first.id).active_key is None
-    assert Job.objects.get(pk=second.id).key_statuses == 3
+    # scheduled (1) and ready (2), and blocked (64) with ready: a job of a flow key waits
+    # blocked on its way to ready.
+    assert Job.objects.get(pk=second.id).key_statuses == 1 + 2 + 64
 
 
 def test_the_default_statuses_are_those_of_idempotency_keys():

@@ -31,7 +31,14 @@ from django_skipqueue.maintenance.reap import reap
 from django_skipqueue.models import Job
 from django_skipqueue.worker import recording
 from tests.conftest import ROOT
-from tests.support.tasks import call_hourly, export_for, noop, reindex_user, sync_hourly
+from tests.support.tasks import (
+    call_hourly,
+    export_for,
+    noop,
+    refresh_for,
+    reindex_user,
+    sync_hourly,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -118,6 +125,14 @@ def admitted_by_the_end_of(job: Job | None) -> Any:
     key = f"{export_for.module_path}:customer:7"
     (holder,) = Job.objects.filter(status="claimed", flow_key=key)
     return transitions.succeed(holder, None)
+
+
+def replace_held() -> Job:
+    """A scheduled refresh of customer 7 while another refresh holds the key's one slot."""
+    refresh_for.enqueue(7, "a", 1)
+    Job.objects.claim(["default"], limit=1, owner="w1")
+    later = timezone.now() + timedelta(hours=1)
+    return Job.objects.get(pk=refresh_for.using(run_after=later).enqueue(7, "b", 1).id)
 
 
 def blocked_due() -> Job:
@@ -282,6 +297,13 @@ CASES = [
         ),
     ),
     Case(
+        states.REPLACE_BLOCKED,
+        "enqueue",
+        replace_held,
+        lambda job: refresh_for.enqueue(7, "b", 2),
+        frozenset({"args", "run_after"}),
+    ),
+    Case(
         states.ENQUEUE_BLOCKED,
         "enqueue",
         nothing,
@@ -403,7 +425,7 @@ def test_each_transition_writes_what_it_declares_and_nothing_else(case):
 
 def test_every_documented_transition_has_a_case():
     assert {case.transition for case in CASES} == set(states.TRANSITIONS)
-    assert [t.number for t in states.TRANSITIONS] == list(range(1, 22))
+    assert [t.number for t in states.TRANSITIONS] == list(range(1, 23))
 
 
 def test_each_transition_declares_real_columns_only():

@@ -69,6 +69,18 @@ def export_for(customer_id: int) -> None:
     """One export per customer at a time."""
 
 
+@task(concurrency_key="customer:{customer_id}", concurrency_limit=1,
+      unique_key="refresh-{customer_id}-{part}", unique_replace=("args", "run_after"))  # fmt: skip
+def refresh_for(customer_id: int, part: str, version: int) -> None:
+    """Debounced per customer and part; one refresh per customer at a time."""
+
+
+@task(concurrency_key="customer:{customer_id}", concurrency_limit=1,
+      unique_key="{customer_id}", unique_while=("scheduled", "ready"))  # fmt: skip
+def export_waiting_once(customer_id: int) -> None:
+    """One export per customer at a time, and at most one waiting behind it."""
+
+
 @task(concurrency_key="account:{account}", ordered=True, max_attempts=3)
 def apply_event(account: str, number: int) -> None:
     """An account's events, one at a time in enqueue order."""
