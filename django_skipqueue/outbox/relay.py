@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from django.db import DatabaseError
@@ -40,10 +40,12 @@ class Round:
     confirm_seconds: float = 0.0
     #: Work is waiting in partitions other relays hold: look again soon, do not idle.
     blocked: bool = False
+    #: This round's outcomes wait for the next round to write them (see Relay.run_round).
+    deferred: bool = False
 
     @property
     def busy(self) -> bool:
-        return bool(self.sent or self.retried or self.dead)
+        return bool(self.sent or self.retried or self.dead or self.deferred)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,14 @@ class Claim:
     deadline: float
 
 
+@dataclass(frozen=True, slots=True)
+class Unsettled:
+    """A published claim whose outcomes are not written yet."""
+
+    claim: Claim
+    outcomes: Outcomes
+
+
 class Relay:
     """Move messages from the outbox to the broker, round by round."""
 
@@ -66,8 +76,12 @@ class Relay:
         self.transport = traced(transport)
         self.name = name
         self._rounds = 0
-        #: The next round's claim, taken while the broker confirmed this round's last wave.
+        #: The next round's claim, taken while the broker confirmed one of this round's waves.
         self._next: Claim | None = None
+        #: This round's outcomes, written while the next round waits for its first confirms.
+        self._unsettled: Unsettled | None = None
+        #: What settling the round before wrote during this round's waits.
+        self._earlier_counts = Round()
 
     def run_round(self, hint: frozenset[int] | None = None) -> Round:
         """Run one round; raise BrokerUnavailable after settling if the connection broke.
@@ -77,53 +91,68 @@ class Relay:
 
         Two commits a round: the claim (lease the partitions, read and stamp their messages)
         and the settlement (confirmed rows deleted, the others recorded, the leases given back).
-        Publishing happens between them, in no transaction. The next round's claim is taken
-        while the broker confirms this round's last wave (other partitions: this round's are
-        still leased), so one relay's database work overlaps the broker's.
+        Publishing happens between them, in no transaction. The broker's confirm waits carry
+        the database work, so one relay's database work overlaps the broker's: the first
+        wave's wait settles the round before (whose partitions stay leased until then), a
+        later wave's wait claims the next round (other partitions: this round's are still
+        leased). A round followed by a claimed one leaves its own settlement to that round;
+        the returned counts are those of the settlements written during the call.
         """
-        settings = get_settings()
         claim, self._next = self._next, None
         if claim is None:
+            # A settlement is deferred only to a claimed next round: none is waiting here.
+            self._earlier_counts = _merged(self._earlier_counts, self._settle_earlier())
             if hint:
                 candidates = sorted(hint)
             else:
                 candidates, held = partitions.free_with_work(self.using)
                 if not candidates:
-                    return Round(blocked=held > 0)
+                    return _merged(self._reported(), Round(blocked=held > 0))
             claim = self._take(candidates)
         numbers, messages = claim.numbers, claim.messages
+        if not messages:
+            if numbers:
+                partitions.release(self.using, self.name, numbers)
+            return _merged(self._reported(), Round(blocked=not numbers))
         settled = False
         try:
-            if not messages:
-                return Round(blocked=not numbers)
             started = time.monotonic()
             outcomes, resent, broken, overlapped = self._publish(messages, claim.deadline)
             elapsed = time.monotonic() - started - overlapped
-            with short_transaction(self.using):
-                counts = settle(
-                    self.using,
-                    claim.token,
-                    outcomes,
-                    backoff=settings.OUTBOX_RETRY_BACKOFF,
-                    cap=settings.OUTBOX_RETRY_BACKOFF_MAX,
-                    max_attempts=settings.OUTBOX_MAX_ATTEMPTS,
-                )
-                partitions.release(self.using, self.name, numbers)
+            # Not settled during a wait (the connection broke first, or the database failed).
+            self._earlier_counts = _merged(self._earlier_counts, self._settle_earlier())
+            if broken is None and self._next is not None:
+                self._unsettled = Unsettled(claim, outcomes)
+                counts: tuple[int, int, int] = (0, 0, 0)
+            else:
+                counts = self._settle(claim, outcomes)
             settled = True
         finally:
-            if numbers and not settled:
+            if not settled:
                 partitions.release(self.using, self.name, numbers)
         if resent:
             unsettled = sorted({m.owner for m in messages if m.owner is not None})
             logger.info("resent=%d after unsettled claims=%s", resent, ",".join(unsettled))
+        sent, retried, dead = counts
         if broken is not None:
+            # Reported by the next round that returns.
+            self._earlier_counts = _merged(self._earlier_counts, Round(sent, retried, dead))
             raise broken
-        return Round(*counts, resent, elapsed / max(len(outcomes.sent), 1))
+        done = Round(
+            sent,
+            retried,
+            dead,
+            resent,
+            elapsed / max(len(outcomes.sent), 1),
+            deferred=self._unsettled is not None,
+        )
+        return _merged(self._reported(), done)
 
     def give_back(self) -> None:
         """Return a claim taken for a round that will not run (the relay stops): its messages
         as the claim found them (no attempt spent; an earlier claim's trace of a possible
         duplicate kept), its partitions released."""
+        self._settle_earlier()
         claim, self._next = self._next, None
         if claim is None:
             return
@@ -131,6 +160,46 @@ class Relay:
             untried = Outcomes(untried=list(claim.messages))
             settle(self.using, claim.token, untried, backoff=0, cap=0, max_attempts=1)
             partitions.release(self.using, self.name, claim.numbers)
+
+    def _settle(self, claim: Claim, outcomes: Outcomes) -> tuple[int, int, int]:
+        """Write ``outcomes`` and give the claim's partitions back, in one transaction."""
+        settings = get_settings()
+        with short_transaction(self.using):
+            counts = settle(
+                self.using,
+                claim.token,
+                outcomes,
+                backoff=settings.OUTBOX_RETRY_BACKOFF,
+                cap=settings.OUTBOX_RETRY_BACKOFF_MAX,
+                max_attempts=settings.OUTBOX_MAX_ATTEMPTS,
+            )
+            partitions.release(self.using, self.name, claim.numbers)
+        return counts
+
+    def _reported(self) -> Round:
+        """The counts of settlements written since the last round returned, now reported."""
+        counts, self._earlier_counts = self._earlier_counts, Round()
+        return counts
+
+    def _settle_earlier(self) -> Round:
+        """Settle the round before, if it left its settlement to this one; its counts."""
+        unsettled, self._unsettled = self._unsettled, None
+        if unsettled is None:
+            return Round()
+        try:
+            sent, retried, dead = self._settle(unsettled.claim, unsettled.outcomes)
+        except BaseException:
+            self._unsettled = unsettled  # the next call, or give_back(), tries again
+            raise
+        return Round(sent, retried, dead)
+
+    def _settle_while_waiting(self) -> None:
+        """Settle the round before during a confirm wait. Never raises: on a database error
+        the round settles it after publishing (as it must before it settles its own)."""
+        try:
+            self._earlier_counts = _merged(self._earlier_counts, self._settle_earlier())
+        except DatabaseError as error:
+            logger.warning("settling the last round failed during a confirm wait error=%s", error)
 
     def _take(self, candidates: list[int]) -> Claim:
         # Measured before the claim: the lease runs from a moment no later than this one.
@@ -188,8 +257,10 @@ class Relay:
         SKIPQUEUE_OUTBOX_IN_FLIGHT_PER_KEY messages of a key, and a message that fails stops
         its key: no later message of the key goes out in this round.
 
-        The last wave's confirm wait takes the next round's claim; the seconds it took are
-        returned last (they are not the broker's).
+        The confirm waits carry the database work (see run_round): the first settles the round
+        before when it left its settlement to this one, the next claims the next round (the
+        last wave's wait runs whatever is left). The seconds they took are returned last
+        (they are not the broker's).
         """
         outcomes = Outcomes()
         stopped: set[str] = set()
@@ -200,11 +271,18 @@ class Relay:
         pending = messages
         overlapped = [0.0]
 
-        def prefetch() -> None:
-            began = time.monotonic()
-            self._prefetch()
-            overlapped[0] = time.monotonic() - began
+        def timed(work: Callable[[], None]) -> Callable[[], None]:
+            def run() -> None:
+                began = time.monotonic()
+                work()
+                overlapped[0] += time.monotonic() - began
 
+            return run
+
+        # One per wave's confirm wait, in order; the last wave's wait takes what is left.
+        waits = [timed(self._prefetch)]
+        if self._unsettled is not None:
+            waits.insert(0, timed(self._settle_while_waiting))
         while pending:
             if time.monotonic() > deadline:
                 outcomes.untried += pending
@@ -212,10 +290,8 @@ class Relay:
             wave, pending = _wave(pending, stopped, outcomes, settings.OUTBOX_IN_FLIGHT_PER_KEY)
             resent += sum(message.owner is not None for message in wave)
             sending = [outgoing(m, settings.OUTBOX_TOPICS) for m in wave]
-            if pending or self._next is not None:
-                answers = self.transport.send_many(sending)
-            else:
-                answers = self.transport.send_many(sending, while_waiting=prefetch)
+            work, waits = (waits, []) if not pending else (waits[:1], waits[1:])
+            answers = self.transport.send_many(sending, while_waiting=_in_order(work))
             broken = self._record(wave, sending, answers, stopped, outcomes)
             if broken is not None or len(answers) < len(wave):
                 outcomes.untried += pending
@@ -277,6 +353,29 @@ class Relay:
         except (MessageRejected, MessageNotConfirmed, BrokerUnavailable) as error:
             return error
         return None
+
+
+def _in_order(work: list[Callable[[], None]]) -> Callable[[], None] | None:
+    """One callable running ``work`` in order (None when there is none)."""
+    if not work:
+        return None
+
+    def run() -> None:
+        for part in work:
+            part()
+
+    return run
+
+
+def _merged(first: Round, second: Round) -> Round:
+    """The counts of two rounds' settlements; the rest of ``second``."""
+    return replace(
+        second,
+        sent=first.sent + second.sent,
+        retried=first.retried + second.retried,
+        dead=first.dead + second.dead,
+        resent=first.resent + second.resent,
+    )
 
 
 def _wave(

@@ -1,17 +1,22 @@
-"""A relay claims its next round while RabbitMQ confirms the last wave of the current one, and
-gives that claim back, untouched, when it stops before running it."""
+"""A relay's database work rides on RabbitMQ's confirm waits: it claims its next round while
+the broker confirms a wave of the current one, and settles a round while the broker confirms
+the next round's first wave. A relay that stops settles what it sent and gives an unsent
+claim back, untouched; a connection lost before the wait settles the round before all the
+same."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from django_skipqueue.exceptions import BrokerUnavailable
 from django_skipqueue.outbox import Message, partitions, publish_many
 from django_skipqueue.outbox.models import OutboxMessage, OutboxPartition
 from django_skipqueue.outbox.relay import PARTITIONS_PER_ROUND, Relay
+from django_skipqueue.outbox.transports import Outgoing, Result
 from django_skipqueue.outbox.transports.rabbitmq import RabbitMQTransport
 from django_skipqueue.outbox.writing import partition_of
 from tests.support.brokers import RabbitQueue, rabbitmq_vhost
@@ -19,11 +24,31 @@ from tests.support.brokers import RabbitQueue, rabbitmq_vhost
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.rabbitmq]
 
 
+class WatchedTransport(RabbitMQTransport):
+    """RabbitMQ, noting the outbox's rows and leases right after each confirm wait's work."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        #: (rows in the outbox, partitions leased) after each wave's work, in order.
+        self.after_work: list[tuple[int, int]] = []
+
+    def send_many(
+        self, messages: Sequence[Outgoing], while_waiting: Callable[[], object] | None = None
+    ) -> list[Result | None]:
+        def watched() -> None:
+            if while_waiting is not None:
+                while_waiting()
+            leased = OutboxPartition.objects.filter(owner__isnull=False).count()
+            self.after_work.append((OutboxMessage.objects.count(), leased))
+
+        return super().send_many(messages, while_waiting=watched)
+
+
 @pytest.fixture
 def relay() -> Iterator[tuple[Relay, RabbitQueue]]:
     with rabbitmq_vhost() as url:
         queue = RabbitQueue(url, "orders", "orders-seen")
-        transport = RabbitMQTransport(url)
+        transport = WatchedTransport(url)
         transport.connect()
         try:
             yield Relay("default", transport, "relay-p"), queue
@@ -57,37 +82,71 @@ def claim_reads(queries: CaptureQueriesContext) -> int:
     )  # fmt: skip
 
 
-def test_the_next_claim_is_taken_during_the_last_confirms_and_sent_by_the_next_round(relay):
+def test_the_next_claim_is_taken_during_a_confirm_wait_and_settles_this_round(relay):
     relay_, queue = relay
     keys = keys_in_distinct_partitions(PARTITIONS_PER_ROUND + 2)
     write(keys, 3)
     partitions.ensure_partitions("default", 16)
+    everything = 3 * len(keys)
 
     with CaptureQueriesContext(connection) as first:
         done = relay_.run_round()
-    assert done.sent == 3 * PARTITIONS_PER_ROUND
     assert claim_reads(first) == 2, "its own claim, and the next round's"
+    assert done.deferred and done.sent == 0, "its settlement waits for the claimed next round"
+    assert OutboxMessage.objects.count() == everything, "sent, confirmed, not yet settled"
+    assert OutboxPartition.objects.filter(owner__isnull=False).count() == len(keys)
+    transport = relay_.transport
+    assert isinstance(transport, WatchedTransport)
+    transport.after_work.clear()
+
     with CaptureQueriesContext(connection) as second:
         done = relay_.run_round()
-    assert done.sent == 3 * 2
     assert claim_reads(second) == 0, "it sends the claim taken during the first round"
+    # The first round was settled during the second round's first confirm wait: its rows
+    # deleted and its partitions given back before the second round's own settlement.
+    assert transport.after_work[0] == (3 * 2, 2)
+    assert done.sent == everything and not done.deferred
     assert not OutboxMessage.objects.exists()
+    assert not OutboxPartition.objects.filter(owner__isnull=False).exists()
     received = queue.drain()
     for key in keys:  # per-key order across the two rounds
         assert [r.message_id for r in received if r.key == key] == [f"{key}-{n}" for n in range(3)]
 
 
-def test_a_relay_that_stops_gives_the_next_claim_back_unstamped(relay):
+def test_a_relay_that_stops_settles_what_it_sent_and_gives_the_next_claim_back(relay):
     relay_, queue = relay
     keys = keys_in_distinct_partitions(PARTITIONS_PER_ROUND + 2)
     write(keys, 2)
     partitions.ensure_partitions("default", 16)
 
-    relay_.run_round()
+    assert relay_.run_round().deferred
     left = list(OutboxMessage.objects.values_list("owner", "attempts"))
-    assert len(left) == 2 * 2 and all(owner for owner, _ in left), "claimed for the next round"
+    assert len(left) == 2 * len(keys) and all(owner for owner, _ in left), "sent, and claimed"
     relay_.give_back()
 
     assert set(OutboxMessage.objects.values_list("owner", "attempts")) == {(None, 0)}
+    assert OutboxMessage.objects.count() == 2 * 2, "the first round's rows deleted"
     assert not OutboxPartition.objects.filter(owner__isnull=False).exists()
     assert len(queue.drain()) == 2 * PARTITIONS_PER_ROUND
+
+
+def test_a_connection_lost_before_the_wait_still_settles_the_round_before(relay):
+    relay_, queue = relay
+    keys = keys_in_distinct_partitions(PARTITIONS_PER_ROUND + 2)
+    write(keys, 2)
+    partitions.ensure_partitions("default", 16)
+    assert relay_.run_round().deferred
+
+    relay_.transport.close()  # the next round's publish finds no connection
+    with pytest.raises(BrokerUnavailable):
+        relay_.run_round()
+
+    left_keys = set(OutboxMessage.objects.values_list("key", flat=True))
+    assert OutboxMessage.objects.count() == 2 * 2, "the first round's rows deleted"
+    assert len(left_keys) == 2, "left: the two keys of the round that lost its connection"
+    assert not OutboxPartition.objects.filter(owner__isnull=False).exists()
+    assert len(queue.drain()) == 2 * PARTITIONS_PER_ROUND
+    relay_.transport.connect()
+    done = relay_.run_round()
+    assert done.sent == 2 * len(keys), "the settled round's count is reported with the next"
+    assert not OutboxMessage.objects.exists()
