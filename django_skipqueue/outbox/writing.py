@@ -8,9 +8,13 @@ import uuid
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
-from django.db import IntegrityError, router, transaction
+from django.db import IntegrityError, connections, models, router, transaction
+from django.db.models import AutoField, Field
+from django.db.models.expressions import DatabaseDefault
+from django.db.models.sql import InsertQuery
 
 from ..conf import get_settings
 from ..exceptions import DuplicateMessage, InvalidMessage, MessageTooLarge, UnknownTopic
@@ -38,9 +42,7 @@ def publish_messages(messages: Iterable[Message], using: str | None) -> list[Out
         return []
     alias = using or router.db_for_write(OutboxMessage)
     try:
-        # A savepoint, so that a duplicate id leaves the caller's transaction usable.
-        with transaction.atomic(using=alias):
-            created = OutboxMessage.objects.using(alias).bulk_create(rows)
+        created = _insert(rows, alias)
     except IntegrityError as error:
         raise DuplicateMessage(
             f"An outbox message with one of these ids exists: {error}"
@@ -49,6 +51,46 @@ def publish_messages(messages: Iterable[Message], using: str | None) -> list[Out
 
     after_commit(alias, {row.partition for row in rows})
     return created
+
+
+def _insert(rows: list[OutboxMessage], alias: str) -> list[OutboxMessage]:
+    """Insert ``rows`` with one statement; a duplicate id leaves the caller's transaction usable.
+
+    MySQL/MariaDB and SQLite undo just the statement that failed, so one INSERT needs no
+    savepoint (two more round trips, most of what publish() cost beyond enqueue()). It runs
+    outside any ``atomic`` block of its own: one that failed would mark the caller's
+    transaction for rollback. PostgreSQL aborts the whole transaction on an error, and rows
+    that take more than one statement must go in all or none: those take a savepoint.
+    """
+    connection = connections[alias]
+    meta = OutboxMessage._meta
+    fields = [
+        column
+        for column in meta.concrete_fields
+        if not isinstance(column, AutoField)
+        and not column.generated
+        # Left out when no row sets it: the database writes its default.
+        and not all(isinstance(getattr(row, column.attname), DatabaseDefault) for row in rows)
+    ]
+    if connection.vendor not in ("mysql", "sqlite") or len(rows) > max(
+        connection.ops.bulk_batch_size(fields, rows), 1
+    ):
+        with transaction.atomic(using=alias):
+            return OutboxMessage.objects.using(alias).bulk_create(rows)
+    query = InsertQuery(OutboxMessage)
+    query.insert_values(fields, list[models.Model](rows))
+    returning: list[Field[Any, Any]] | None = None
+    if connection.features.can_return_rows_from_bulk_insert:
+        returning = list(meta.db_returning_fields)
+    elif len(rows) == 1:
+        returning = [meta.pk] if meta.pk is not None else None
+    answers = query.get_compiler(using=alias).execute_sql(returning)
+    for row, values in zip_longest(rows, answers or ()):
+        for column, value in zip(returning or (), values or (), strict=False):
+            setattr(row, column.attname, value)
+        row._state.adding = False
+        row._state.db = alias
+    return rows
 
 
 def partition_of(key: str, partitions: int) -> int:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from django_skipqueue.exceptions import (
     DuplicateMessage,
@@ -73,6 +74,20 @@ def test_a_duplicate_message_id_raises_and_leaves_the_transaction_usable():
         publish("orders", {"n": 4}, message_id="order-placed-4")
     ids = sorted(OutboxMessage.objects.values_list("message_id", flat=True))
     assert ids == ["order-placed-1", "order-placed-2", "order-placed-4"]
+
+
+def test_publish_is_one_insert_and_takes_a_savepoint_only_on_postgresql():
+    """MySQL/MariaDB and SQLite undo only the failed statement: the test above shows the
+    transaction usable after a duplicate without the savepoint's two round trips."""
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        row = publish("orders", {"n": 1}, key="k")
+    words = [query["sql"].split(None, 1)[0].upper() for query in queries.captured_queries]
+    assert words.count("INSERT") == 1
+    assert ("SAVEPOINT" in words) == (connection.vendor == "postgresql")
+    stored = OutboxMessage.objects.get(message_id=row.message_id)
+    if connection.features.can_return_rows_from_bulk_insert:
+        assert (row.pk, row.created_at) == (stored.pk, stored.created_at)
+    assert not row._state.adding
 
 
 def test_publish_many_writes_all_or_none():
