@@ -57,12 +57,14 @@ relay what it costs the raw loop: waves of 256 with their confirms in flight, up
 `SKIPQUEUE_OUTBOX_IN_FLIGHT_PER_KEY` (256) of one key, each wave waiting once for RabbitMQ to put
 it on disk. On top comes the relay's database work: each round reads its partitions' messages
 (about 500 rows per partition) as plain rows, the payload's stored JSON text being the body,
-stamps them with its claim and commits, then deletes the confirmed rows. The next round's claim
-is taken while RabbitMQ confirms the current round's last wave, so that work overlaps the
-broker's disk wait instead of following it. What cannot overlap is CPU: on two cores that also
-run MariaDB, RabbitMQ and the other runs' test suites, the stamp and the delete (two row writes
-per message on the database server) compete with the publishing, and the spread of the figures
-(min–max) is wider than the gap. A relay run ends when the outbox is empty, watched through the
+stamps them with its claim and commits, then deletes the confirmed rows. That work rides on
+RabbitMQ's confirm waits: the next round is claimed a partition per wave's wait (each about
+one wait long), and a round's settlement (the delete, the release of its partitions) is
+written during the next round's first wait, so the database work overlaps the broker's disk
+wait instead of following it. What cannot overlap is CPU: on two cores that also run MariaDB
+and RabbitMQ, the stamp and the delete (two row writes per message on the database server)
+compete with the publishing, and the spread of the figures (min–max) is wider than the gap.
+A relay run ends when the outbox is empty, watched through the
 broker's queue depth until every message arrived and only then through the outbox (polling the
 outbox every 5 ms walked the deleted rows InnoDB had not purged yet, database work that
 competed with the relays). With `SKIPQUEUE_OUTBOX_IN_FLIGHT_PER_KEY = 1` (a message waits for

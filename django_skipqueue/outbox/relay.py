@@ -4,6 +4,7 @@ then delete what the broker confirmed, fenced on this round's claim."""
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -58,6 +59,12 @@ class Claim:
     #: Monotonic time after which the round publishes nothing more (a share of the lease).
     deadline: float
 
+    def joined(self, more: Claim) -> Claim:
+        """This claim and ``more`` (another partition of the same token) as one."""
+        messages = sorted(self.messages + more.messages, key=lambda m: m.pk)
+        deadline = min(self.deadline, more.deadline)
+        return Claim(self.token, self.numbers + more.numbers, messages, deadline)
+
 
 @dataclass(frozen=True, slots=True)
 class Unsettled:
@@ -82,6 +89,8 @@ class Relay:
         self._unsettled: Unsettled | None = None
         #: What settling the round before wrote during this round's waits.
         self._earlier_counts = Round()
+        #: Partitions with work the next round's claim may still try, once looked up.
+        self._candidates: list[int] | None = None
 
     def run_round(self, hint: frozenset[int] | None = None) -> Round:
         """Run one round; raise BrokerUnavailable after settling if the connection broke.
@@ -93,9 +102,9 @@ class Relay:
         and the settlement (confirmed rows deleted, the others recorded, the leases given back).
         Publishing happens between them, in no transaction. The broker's confirm waits carry
         the database work, so one relay's database work overlaps the broker's: the first
-        wave's wait settles the round before (whose partitions stay leased until then), a
-        later wave's wait claims the next round (other partitions: this round's are still
-        leased). A round followed by a claimed one leaves its own settlement to that round;
+        wave's wait settles the round before (whose partitions stay leased until then), the
+        next waits claim the next round a partition each (other partitions: this round's are
+        still leased). A round followed by a claimed one leaves its own settlement to that round;
         the returned counts are those of the settlements written during the call.
         """
         claim, self._next = self._next, None
@@ -201,33 +210,48 @@ class Relay:
         except DatabaseError as error:
             logger.warning("settling the last round failed during a confirm wait error=%s", error)
 
-    def _take(self, candidates: list[int]) -> Claim:
+    def _take(
+        self, candidates: list[int], *, limit: int = PARTITIONS_PER_ROUND, token: str = ""
+    ) -> Claim:
+        """Claim up to ``limit`` partitions of ``candidates`` in one transaction, for the
+        claim ``token`` (a new one when empty)."""
         # Measured before the claim: the lease runs from a moment no later than this one.
         deadline = time.monotonic() + get_settings().OUTBOX_LEASE_SECONDS * LEASE_SHARE
-        self._rounds += 1
-        token = f"{self.name}#{self._rounds}"
+        if not token:
+            self._rounds += 1
+            token = f"{self.name}#{self._rounds}"
         numbers, messages = retry_whole_transaction(
-            self.using, lambda: self._claim(candidates, token)
+            self.using, lambda: self._claim(candidates, token, limit)
         )
         return Claim(token, numbers, messages, deadline)
 
-    def _prefetch(self) -> None:
-        """Claim the next round's partitions while the broker confirms the last wave.
+    def _prefetch_one(self) -> None:
+        """Claim one more partition for the next round while the broker confirms a wave.
 
-        Never raises: a database error leaves the next round to claim as usual.
+        A partition a wait (its lease, its messages read and stamped, a commit: about one
+        wave's confirm wait), so the next round's claim hides behind the broker's waits
+        instead of outlasting the last one. Never raises: a database error leaves the next
+        round to claim as usual.
         """
         try:
-            candidates, _ = partitions.free_with_work(self.using)
-            if candidates:
-                claim = self._take(candidates)
+            if self._candidates is None:
+                self._candidates, _ = partitions.free_with_work(self.using)
+                random.shuffle(self._candidates)
+            while self._candidates and (
+                self._next is None or len(self._next.numbers) < PARTITIONS_PER_ROUND
+            ):
+                number = self._candidates.pop()
+                token = self._next.token if self._next is not None else ""
+                claim = self._take([number], limit=1, token=token)
                 if claim.messages:
-                    self._next = claim
-                elif claim.numbers:
+                    self._next = claim if self._next is None else self._next.joined(claim)
+                    return
+                if claim.numbers:  # nothing sendable in it now (its keys wait for retries)
                     partitions.release(self.using, self.name, claim.numbers)
         except DatabaseError as error:
             logger.warning("next claim failed while confirms were awaited error=%s", error)
 
-    def _claim(self, candidates: list[int], token: str) -> tuple[list[int], list[Row]]:
+    def _claim(self, candidates: list[int], token: str, limit: int) -> tuple[list[int], list[Row]]:
         """Lease partitions, read their sendable messages and stamp them, in one transaction."""
         settings = get_settings()
         messages: list[Row] = []
@@ -236,7 +260,7 @@ class Relay:
                 self.using,
                 self.name,
                 candidates,
-                limit=PARTITIONS_PER_ROUND,
+                limit=limit,
                 lease=settings.OUTBOX_LEASE_SECONDS,
             )
             for number in numbers:
@@ -258,9 +282,9 @@ class Relay:
         its key: no later message of the key goes out in this round.
 
         The confirm waits carry the database work (see run_round): the first settles the round
-        before when it left its settlement to this one, the next claims the next round (the
-        last wave's wait runs whatever is left). The seconds they took are returned last
-        (they are not the broker's).
+        before when it left its settlement to this one, the next ones claim the next round a
+        partition a wait (the last wave's wait runs whatever is left). The seconds they took
+        are returned last (they are not the broker's).
         """
         outcomes = Outcomes()
         stopped: set[str] = set()
@@ -280,7 +304,8 @@ class Relay:
             return run
 
         # One per wave's confirm wait, in order; the last wave's wait takes what is left.
-        waits = [timed(self._prefetch)]
+        self._candidates = None
+        waits = [timed(self._prefetch_one)] * PARTITIONS_PER_ROUND
         if self._unsettled is not None:
             waits.insert(0, timed(self._settle_while_waiting))
         while pending:

@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from django_skipqueue.exceptions import BrokerUnavailable
 from django_skipqueue.outbox import Message, partitions, publish_many
+from django_skipqueue.outbox import relay as relay_module
 from django_skipqueue.outbox.models import OutboxMessage, OutboxPartition
 from django_skipqueue.outbox.relay import PARTITIONS_PER_ROUND, Relay
 from django_skipqueue.outbox.transports import Outgoing, Result
@@ -91,7 +92,7 @@ def test_the_next_claim_is_taken_during_a_confirm_wait_and_settles_this_round(re
 
     with CaptureQueriesContext(connection) as first:
         done = relay_.run_round()
-    assert claim_reads(first) == 2, "its own claim, and the next round's"
+    assert claim_reads(first) == 1 + 2, "its own claim, and the next round's, a partition each"
     assert done.deferred and done.sent == 0, "its settlement waits for the claimed next round"
     assert OutboxMessage.objects.count() == everything, "sent, confirmed, not yet settled"
     assert OutboxPartition.objects.filter(owner__isnull=False).count() == len(keys)
@@ -111,6 +112,26 @@ def test_the_next_claim_is_taken_during_a_confirm_wait_and_settles_this_round(re
     received = queue.drain()
     for key in keys:  # per-key order across the two rounds
         assert [r.message_id for r in received if r.key == key] == [f"{key}-{n}" for n in range(3)]
+
+
+def test_the_next_round_is_claimed_a_partition_per_confirm_wait(relay, monkeypatch):
+    relay_, queue = relay
+    monkeypatch.setattr(relay_module, "PIPELINE", 4)  # waves of 4: three waves a round here
+    keys = keys_in_distinct_partitions(PARTITIONS_PER_ROUND + 2)
+    write(keys, 3)
+    partitions.ensure_partitions("default", 16)
+    transport = relay_.transport
+    assert isinstance(transport, WatchedTransport)
+
+    assert relay_.run_round().deferred
+    # Its own 4 partitions, then one more leased in each of the first two waves' waits.
+    assert [leased for _, leased in transport.after_work] == [5, 6, 6]
+    transport.after_work.clear()
+    done = relay_.run_round()
+    # The first wave's wait settles the round before: 6 rows left, its 2 partitions leased.
+    assert transport.after_work[0] == (3 * 2, 2)
+    assert done.sent == 3 * len(keys) and not OutboxMessage.objects.exists()
+    assert len(queue.drain()) == 3 * len(keys)
 
 
 def test_a_relay_that_stops_settles_what_it_sent_and_gives_the_next_claim_back(relay):
