@@ -1,16 +1,18 @@
 """A job thread refused a connection gives its job back unstarted once refusals have begun.
 
 A real ``runworkers --burst`` runs as a database account limited by ``MAX_USER_CONNECTIONS``
-to fewer connections than its threads need, so one job thread is refused (error 1226) for the
-whole run while another holds its connection and drains. The first refusal costs the job an
-attempt (the task itself met it); every later one must give the job back without spending
-one, or jobs of two attempts would fail for good on a server that is only full.
+to fewer connections than its threads need, so one job thread is refused (error 1226) while
+another holds its connection and drains (on a busy machine the threads' connections may not
+overlap in a run; the run is then tried again, up to RUNS times). The first refusal costs the
+job an attempt (the task itself met it); every later one must give the job back without
+spending one, or jobs of two attempts would fail for good on a server that is only full.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -47,17 +49,34 @@ def limited_account(test_database_url: str):
             cursor.execute(f"DROP USER IF EXISTS '{name}'@'%'")
 
 
+#: Runs tried at most: a run in which no job thread happened to be refused proves nothing.
+RUNS = 3
+
+
 def test_a_refused_job_thread_gives_its_job_back_without_spending_an_attempt(
     manage_py, child_env, limited_account, tmp_path
 ):
-    results = [wt.record_then_sleep.enqueue(seconds=0.2) for _ in range(JOBS)]
     # The worker loop's connection, the heartbeat's and one job thread's: the second job
-    # thread is refused as long as the first keeps its connection between jobs.
+    # thread is refused while the first keeps its connection between jobs. On a busy machine
+    # the threads' connections may never overlap in a run (no refusal at all: every job
+    # succeeds on its first attempt, which proves nothing): the run is then tried again.
     env = {**child_env, "DATABASE_URL": limited_account(3)}
     env["SKIPQUEUE_RETRY_BACKOFF"] = "0"
-    workers = Runworkers(
-        manage_py, env, tmp_path / "workers.log", "--burst", "--threads", "2", "--prefetch", "0"
-    )
+    runs = []
+    for run in range(RUNS):
+        given_back, refusals_spent = drain_once(manage_py, env, tmp_path / f"workers-{run}.log")
+        runs.append(f"given_back={given_back} spent={refusals_spent}")
+        assert refusals_spent <= 1, "refusals after the first spent attempts: " + runs[-1]
+        if given_back or refusals_spent:
+            break
+    assert given_back >= 1, "the refused thread never connected first: " + "; ".join(runs)
+
+
+def drain_once(manage_py: list[str], env: dict[str, str], log_path: Path) -> tuple[int, int]:
+    """Drain JOBS jobs with a burst run; return its give-backs and the attempts refusals spent."""
+    results = [wt.record_then_sleep.enqueue(seconds=0.2) for _ in range(JOBS)]
+    ledger_before = LedgerEntry.objects.count()
+    workers = Runworkers(manage_py, env, log_path, "--burst", "--threads", "2", "--prefetch", "0")
     try:
         assert workers.wait(timeout=180) == 0, workers.log()[-3000:]
     finally:
@@ -71,6 +90,5 @@ def test_a_refused_job_thread_gives_its_job_back_without_spending_an_attempt(
     given_back = len(re.findall(r"status=refused", log))
     figures = f"statuses={statuses} spent={refusals_spent} given_back={given_back}"
     assert statuses == ["succeeded"], figures + "\n" + log[-3000:]
-    assert LedgerEntry.objects.count() == JOBS, figures
-    assert given_back >= 1, "the refused thread never connected first: " + figures
-    assert refusals_spent <= 1, "refusals after the first spent attempts: " + figures
+    assert LedgerEntry.objects.count() - ledger_before == JOBS, figures
+    return given_back, refusals_spent
