@@ -73,6 +73,15 @@ def write(keys: list[str], per_key: int) -> None:
     publish_many(messages)
 
 
+def two_rounds_of(per_key: int) -> list[str]:
+    """Write ``per_key`` messages to each of PARTITIONS_PER_ROUND + 2 keys in distinct
+    partitions (two rounds of a relay); return the keys."""
+    keys = keys_in_distinct_partitions(PARTITIONS_PER_ROUND + 2)
+    write(keys, per_key)
+    partitions.ensure_partitions("default", 16)
+    return keys
+
+
 def claim_reads(queries: CaptureQueriesContext) -> int:
     """The leases taken: updates of the partitions table that set an owner (not NULL)."""
     updates = [q["sql"].split(None, 2) for q in queries.captured_queries]
@@ -85,9 +94,7 @@ def claim_reads(queries: CaptureQueriesContext) -> int:
 
 def test_the_next_claim_is_taken_during_a_confirm_wait_and_settles_this_round(relay):
     relay_, queue = relay
-    keys = keys_in_distinct_partitions(PARTITIONS_PER_ROUND + 2)
-    write(keys, 3)
-    partitions.ensure_partitions("default", 16)
+    keys = two_rounds_of(3)
     everything = 3 * len(keys)
 
     with CaptureQueriesContext(connection) as first:
@@ -117,9 +124,7 @@ def test_the_next_claim_is_taken_during_a_confirm_wait_and_settles_this_round(re
 def test_the_next_round_is_claimed_a_partition_per_confirm_wait(relay, monkeypatch):
     relay_, queue = relay
     monkeypatch.setattr(relay_module, "PIPELINE", 4)  # waves of 4: three waves a round here
-    keys = keys_in_distinct_partitions(PARTITIONS_PER_ROUND + 2)
-    write(keys, 3)
-    partitions.ensure_partitions("default", 16)
+    keys = two_rounds_of(3)
     transport = relay_.transport
     assert isinstance(transport, WatchedTransport)
 
@@ -136,9 +141,7 @@ def test_the_next_round_is_claimed_a_partition_per_confirm_wait(relay, monkeypat
 
 def test_a_relay_that_stops_settles_what_it_sent_and_gives_the_next_claim_back(relay):
     relay_, queue = relay
-    keys = keys_in_distinct_partitions(PARTITIONS_PER_ROUND + 2)
-    write(keys, 2)
-    partitions.ensure_partitions("default", 16)
+    keys = two_rounds_of(2)
 
     assert relay_.run_round().deferred
     left = list(OutboxMessage.objects.values_list("owner", "attempts"))
@@ -153,9 +156,7 @@ def test_a_relay_that_stops_settles_what_it_sent_and_gives_the_next_claim_back(r
 
 def test_a_connection_lost_before_the_wait_still_settles_the_round_before(relay):
     relay_, queue = relay
-    keys = keys_in_distinct_partitions(PARTITIONS_PER_ROUND + 2)
-    write(keys, 2)
-    partitions.ensure_partitions("default", 16)
+    keys = two_rounds_of(2)
     assert relay_.run_round().deferred
 
     relay_.transport.close()  # the next round's publish finds no connection
