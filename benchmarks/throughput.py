@@ -353,6 +353,8 @@ T jobs per claim in each of P processes (`raw_worker --batch T`), on django-skip
 table and on a minimal one (`raw_min_job`: the primary key and the claim index, nothing else),
 so the table's own cost shows. Celery + Redis runs prefork with `-c P×T`. "Prefetch 0" is
 `runworkers --prefetch 0`: a process claims only into free threads, as before claiming ahead.
+Every system logs at WARNING (Celery `-l WARNING`; the Django settings set `django.tasks`,
+whose receivers otherwise write two INFO lines a job, to WARNING).
 
 {table(header, rows)}
 

@@ -24,9 +24,13 @@ DATABASES = {
     }
 }
 
+# Every system logs at WARNING, as Celery runs with ``-l WARNING``: Django's own task-signal
+# receivers would otherwise write two INFO lines a job to ``django.tasks`` (about 30 us of a
+# worker's CPU per job), which the raw loops and Celery do not pay.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {"django.tasks": {"level": "WARNING"}},
 }
