@@ -25,7 +25,7 @@ DATABASES = {
 }
 
 # Every system logs at WARNING, as Celery runs with ``-l WARNING``: Django's own task-signal
-# receivers would otherwise write two INFO lines a job to ``django.tasks`` (about 30 us of a
+# receivers would otherwise write two INFO lines a job to ``django.tasks`` (about 40 us of a
 # worker's CPU per job), which the raw loops and Celery do not pay.
 LOGGING = {
     "version": 1,

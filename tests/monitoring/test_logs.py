@@ -54,3 +54,50 @@ def test_task_lines_and_outcome_lines_carry_the_job(monkeypatch, close_thread_co
     assert isinstance(outcome["duration_ms"], float)
     others = [line for line in lines if line["logger"] != "tests.tasks" and line is not outcome]
     assert others and all("job" not in line for line in others)  # start, stop: no job
+
+
+#: The fragment of docs/howto/run-workers.md ("Short jobs: claim ahead"), as dictConfig takes it.
+QUIET_PER_JOB_LINES = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {
+        "django.tasks": {"level": "WARNING"},
+        "django_skipqueue.worker": {"level": "WARNING"},
+    },
+}
+
+
+def test_quiet_per_job_lines_keep_failures(close_thread_connections, monkeypatch):
+    # With the fragment's two loggers at WARNING, a succeeding job writes no line and a job
+    # that fails for good still writes Django's FAILED line and the worker's own. The levels
+    # go in as an incremental dictConfig: the test's handlers stay as they are.
+    import logging.config
+
+    root = logging.getLogger()
+    quiet = {key: QUIET_PER_JOB_LINES[key] for key in ("version", "loggers")}
+    saved = {name: logging.getLogger(name).level for name in quiet["loggers"]}
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root.addHandler(handler)
+    monkeypatch.setattr(root, "level", logging.INFO)
+    logging.config.dictConfig({**quiet, "incremental": True})
+    succeeded = wt.stamp.enqueue()
+    failed = wt.always_fail.enqueue()
+    monkeypatch.setattr(claimer, "BURST_HORIZON", 0.0)
+    options = WorkerOptions(threads=1, burst=True, wakeup=False)
+    try:
+        Worker(options, owner=owner_id()).run()
+    finally:
+        root.removeHandler(handler)
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
+    lines = stream.getvalue().splitlines()
+
+    def about(job_id: str) -> list[str]:
+        return [line for line in lines if f"id={job_id} " in line or f"job={job_id} " in line]
+
+    assert about(succeeded.id) == [], lines
+    assert any("state=FAILED" in line for line in about(failed.id)), lines
+    assert any("status=failed" in line for line in about(failed.id)), lines
