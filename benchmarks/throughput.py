@@ -7,7 +7,8 @@ django-skipqueue's own table (``raw_worker``), the same loop on a minimal table 
 besides the primary key (``raw_min_job``: the claim index), and Celery + Redis at the same
 concurrency (prefork ``-c P x T``), shape by shape, the systems' order reversed every other
 round. Then bulk enqueue (``enqueue_many`` against one multi-row INSERT per 1,000 rows into the
-minimal table) and single enqueues (``.enqueue()`` against Celery's ``.delay()``).
+minimal table, and the same INSERT of literal rows into django-skipqueue's table: the
+table's own floor) and single enqueues (``.enqueue()`` against Celery's ``.delay()``).
 
 Databases: ``BENCH_DB_PREFIX`` (default ``sq_bench``) for django-skipqueue and the raw loop,
 ``PREFIX_min`` for the minimal table. Writes ``docs/benchmarks/raw/throughput.json`` (``--out``
@@ -139,6 +140,39 @@ def fill_min(count: int) -> float:
     return time.perf_counter() - began
 
 
+def fill_ours_literal(count: int) -> float:
+    """The same multi-row INSERTs into django-skipqueue's own table; return the seconds taken.
+
+    The row is one that ``enqueue_many`` wrote (the table must hold one), its stored columns
+    quoted once: no Python per row, so what is left is the wide row's and its indexes' cost
+    to the server, the floor under any bulk enqueue into this table.
+    """
+    db = connect(OURS.database)
+    cursor = db.cursor()
+    cursor.execute(
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+        "AND TABLE_NAME = 'skipqueue_job' AND EXTRA NOT LIKE '%%GENERATED%%' "
+        "AND COLUMN_NAME <> 'id' ORDER BY ORDINAL_POSITION"
+    )
+    columns = ", ".join(f"`{name}`" for (name,) in cursor.fetchall())
+    cursor.execute(f"SELECT {columns} FROM skipqueue_job LIMIT 1")
+    values = cursor.fetchone()
+    if values is None:
+        raise RuntimeError("skipqueue_job is empty: enqueue_many first")
+    row = "(" + ", ".join(_literal(db, value) for value in values) + ")"
+    cursor.execute("TRUNCATE TABLE skipqueue_job")
+    insert = f"INSERT INTO skipqueue_job ({columns}) VALUES "
+    began = time.perf_counter()
+    for start in range(0, count, 1000):
+        cursor.execute(insert + ",".join([row] * min(1000, count - start)))
+    return time.perf_counter() - began
+
+
+def _literal(db: object, value: object) -> str:
+    quoted = db.literal(value)  # type: ignore[attr-defined]
+    return quoted.decode() if isinstance(quoted, bytes) else str(quoted)
+
+
 def setup_min() -> None:
     server = connect()
     server.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{RAW_MIN.database}`")
@@ -173,6 +207,7 @@ def enqueues(count: int, singles: int) -> dict[str, float]:
     """Jobs per second of bulk and single enqueues (each system's own way)."""
     Backlog(OURS).empty()
     ours_bulk = agent(OURS, "enqueue", "bulk", str(count))["seconds"]
+    ours_table_bulk = fill_ours_literal(count)
     Backlog(RAW_MIN).empty()
     min_bulk = fill_min(count)
     Backlog(OURS).empty()
@@ -182,6 +217,7 @@ def enqueues(count: int, singles: int) -> dict[str, float]:
     return {
         "ours_bulk": count / ours_bulk,
         "raw_min_bulk": count / min_bulk,
+        "ours_table_bulk": count / ours_table_bulk,
         "ours_single": singles / ours_single,
         "celery_single": singles / celery_single,
     }
@@ -324,6 +360,19 @@ def section(result: dict) -> str:
                 fig(enq["raw_min_bulk"]),
                 ratio(enq["ours_bulk"], enq["raw_min_bulk"]),
             ],
+            *(
+                [
+                    [
+                        "bulk floor (the same INSERT of literal rows into django-skipqueue's "
+                        "table / minimal table)",
+                        fig(enq["ours_table_bulk"]),
+                        fig(enq["raw_min_bulk"]),
+                        ratio(enq["ours_table_bulk"], enq["raw_min_bulk"]),
+                    ]
+                ]
+                if "ours_table_bulk" in enq
+                else []
+            ),
             [
                 "single (`.enqueue()` / Celery `.delay()`)",
                 fig(enq["ours_single"]),
