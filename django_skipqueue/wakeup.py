@@ -12,10 +12,11 @@ Worker side: :class:`Waker` is the one place a worker's main loop sleeps. It ret
 datagram, or on a local "poke" (a job finished, a signal arrived).
 
 Datagrams are unauthenticated: once a worker listens beyond loopback, anyone who reaches its
-port can send them. So a worker reads them at most SKIPQUEUE_WAKEUP_MAX_RATE times a second
-(those that arrive in between wait in the socket's buffer, and are read together, or dropped
-by the kernel when it is full), which bounds the claim queries and the wake-ups a flood can
-cause; and it ignores a datagram that is not a comma-separated list of queue names.
+port can send them. So a worker reads them at most SKIPQUEUE_WAKEUP_MAX_RATE times a second on
+average, a fifth of a second's worth at once (those that arrive while the budget is spent wait
+in the socket's buffer, and are read together, or dropped by the kernel when it is full), which
+bounds the claim queries and the wake-ups a flood can cause; and it ignores a datagram that is
+not a comma-separated list of queue names.
 
 Stopping: the signals a worker or a supervisor obeys wake the same sleep. SIGTERM and SIGINT
 ask for a graceful stop; a second one, or SIGQUIT, for an immediate one. :class:`Stopping`'s
@@ -65,6 +66,10 @@ DATAGRAM_PATTERN = re.compile(rb"%s(?:,%s)*" % (_NAME, _NAME))
 MAX_DATAGRAM = 512
 #: Seconds between two log lines about ignored datagrams.
 IGNORED_LOG_SECONDS = 60.0
+#: Reads of the datagram socket a Waker may make back to back: this many seconds of its rate.
+#: A fixed gap after each read made a job enqueued within 1 / rate of the last wait out the
+#: gap (p50 9.6 ms, p99 21 ms from commit to start at 50 jobs a second on two processes).
+READ_BURST_SECONDS = 0.2
 
 
 def after_commit(using: str, queues: Iterable[str]) -> None:
@@ -162,7 +167,8 @@ def parse_address(text: str) -> tuple[str, int]:
 class Waker:
     """Sleep until a timeout, a local poke, or (when listening) a wake-up datagram.
 
-    ``max_rate``: read datagrams at most this many times a second (None: whenever they come).
+    ``max_rate``: read datagrams at most this many times a second on average, up to
+    READ_BURST_SECONDS of that rate back to back (a token bucket; None: whenever they come).
     ``names_only``: ignore datagrams that are not queue names (the outbox relay's are not).
     """
 
@@ -170,9 +176,11 @@ class Waker:
         self, host: str | None, *, max_rate: float | None = None, names_only: bool = False
     ) -> None:
         self._inbox, self._doorbell = socket.socketpair()
-        self._gap = 1.0 / max_rate if max_rate else 0.0
-        #: Before this (monotonic) time the datagram socket is not read.
-        self._deaf_until = 0.0
+        self._rate = max_rate or 0.0
+        self._burst = max(1.0, self._rate * READ_BURST_SECONDS)
+        #: Reads allowed now (whole ones), as of ``_reads_counted_at`` (monotonic).
+        self._reads_left = self._burst
+        self._reads_counted_at = time.monotonic()
         self._names_only = names_only
         #: Datagrams read, and those ignored as malformed (for the worker's log).
         self.datagrams = self.ignored = 0
@@ -221,10 +229,10 @@ class Waker:
         """
         sources = [self._inbox]
         if listen and self.udp is not None:
-            deaf_for = self._deaf_until - time.monotonic()
+            deaf_for = self._deaf_for()
             if deaf_for <= 0:
                 sources.append(self.udp)
-            else:  # read at most max_rate times a second: listen again after the gap
+            else:  # the reads of this second are spent: listen again when one is allowed
                 timeout = min(timeout, deaf_for)
         self._asleep = True
         try:
@@ -251,11 +259,26 @@ class Waker:
                 self._ignored_since_log += 1
                 continue
             queues.update(payload.decode(errors="replace").split(","))
-        if self._gap and sender is not None:  # a read that found nothing counts for nothing
-            self._deaf_until = time.monotonic() + self._gap
+        if self._rate and sender is not None:  # a read that found nothing counts for nothing
+            self._count_reads()
+            self._reads_left -= 1
         if self._ignored_since_log:
             self._log_ignored(sender)
         return queues
+
+    def _deaf_for(self) -> float:
+        """Seconds until the datagram socket may be read again (0 or less: now)."""
+        if not self._rate:
+            return 0.0
+        self._count_reads()
+        return (1.0 - self._reads_left) / self._rate
+
+    def _count_reads(self) -> None:
+        """Give back the reads the time since the last count allows, up to the burst."""
+        now = time.monotonic()
+        elapsed = now - self._reads_counted_at
+        self._reads_left = min(self._burst, self._reads_left + elapsed * self._rate)
+        self._reads_counted_at = now
 
     def _log_ignored(self, sender: object) -> None:
         """One line a minute at most, whatever the flood: how many, and the last sender."""
