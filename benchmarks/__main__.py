@@ -97,6 +97,7 @@ def write_report(quick: bool) -> None:
         "metrics",
         "before_after",
         "throughput",
+        "deep_backlog",
         "flow_drain",
         "flow_before_after",
     ]:

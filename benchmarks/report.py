@@ -45,6 +45,10 @@ def write(results: dict[str, Any], quick: bool) -> Path:
         from benchmarks.throughput import section as throughput_section
 
         parts.append(throughput_section(results["throughput"]))
+    if results.get("deep_backlog") and not quick:
+        from benchmarks.deep_backlog import section as deep_backlog_section
+
+        parts.append(deep_backlog_section(results["deep_backlog"]))
     if (results.get("flow_drain") or results.get("flow_before_after")) and not quick:
         from benchmarks.flow_section import section as flow_section
 
