@@ -95,6 +95,7 @@ SHAPES = (
     Shape(4, 1),
     Shape(4, 1, "0"),
     Shape(4, 4),
+    Shape(4, 4, "0"),
     Shape(4, 1, "50", batch=50),
 )
 
