@@ -6,9 +6,11 @@ django-skipqueue (``runworkers``, prefetch adaptive and off), the raw SQL loop o
 django-skipqueue's own table (``raw_worker``), the same loop on a minimal table with one index
 besides the primary key (``raw_min_job``: the claim index), and Celery + Redis at the same
 concurrency (prefork ``-c P x T``), shape by shape, the systems' order reversed every other
-round. Then bulk enqueue (``enqueue_many`` against one multi-row INSERT per 1,000 rows into the
-minimal table, and the same INSERT of literal rows into django-skipqueue's table: the
-table's own floor) and single enqueues (``.enqueue()`` against Celery's ``.delay()``).
+round (1 × 1, 4 × 1, 4 × 4 and 2 × 16, each also with ``--prefetch 0``; 4 × 1 at
+``--prefetch 50`` against the minimal loop at batch 50). Then bulk enqueue (``enqueue_many``
+against one multi-row INSERT per 1,000 rows into the minimal table, and the same INSERT of
+literal rows into django-skipqueue's table: the table's own floor) and single enqueues
+(``.enqueue()`` against Celery's ``.delay()``).
 
 Databases: ``BENCH_DB_PREFIX`` (default ``sq_bench``) for django-skipqueue and the raw loop,
 ``PREFIX_min`` for the minimal table. Writes ``docs/benchmarks/raw/throughput.json`` (``--out``
@@ -96,6 +98,8 @@ SHAPES = (
     Shape(4, 1, "0"),
     Shape(4, 4),
     Shape(4, 4, "0"),
+    Shape(2, 16),
+    Shape(2, 16, "0"),
     Shape(4, 1, "50", batch=50),
 )
 
@@ -303,7 +307,7 @@ def section(result: dict) -> str:
         return "–" if not a or not b else f"{a / b:.2f}×"
 
     rows = []
-    for shape in ("1x1", "4x1", "4x4"):
+    for shape in ("1x1", "4x1", "4x4", "2x16"):
         base = rate(shape, "ours")
         off = rate(f"{shape} prefetch 0", "ours")
         rows.append(
