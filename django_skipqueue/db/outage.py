@@ -41,19 +41,40 @@ class Outage:
         self.error = ""
         self.next_summary_at = 0.0
         self.traceback_logged = False
+        #: The error of the last outage whose start was logged, and until when an outage
+        #: like it goes unlogged (see :meth:`failed`).
+        self.logged_error = ""
+        self.quiet_until = 0.0
+        #: The current outage was not logged; outages left unlogged since the last line.
+        self.quiet = False
+        self.unlogged = 0
 
     @property
     def down(self) -> bool:
         return self.down_since is not None
 
     def failed(self, error: BaseException) -> None:
-        """Count a failure; log only when the outage starts, changes error, or lasts."""
+        """Count a failure; log only when the outage starts, changes error, or lasts.
+
+        A server at its connection limit refuses one connection now and then rather than all
+        of them for a while: each refusal is then an outage of one failure, ended by the next
+        attempt. Such a refusal, with the same error as the last outage logged and within
+        SUMMARY_SECONDS of that line, is counted but not logged (nor is its end); the next line
+        says how many there were. So a server at its limit costs a process a line a minute.
+        Every other outage (a server down, a connection lost) is logged as it starts.
+        """
         now = time.monotonic()
         text = describe(error)
         self.failures += 1
         if self.down_since is None:
             self.down_since = now
             self.failures = 1
+            if _too_many(error) and text == self.logged_error and now < self.quiet_until:
+                self.quiet = True
+                self.unlogged += 1
+                self.error = text
+                self.next_summary_at = self.quiet_until
+                return
             self._log_start(error, text)
         elif text != self.error:
             logger.warning(
@@ -77,10 +98,12 @@ class Outage:
         self.next_summary_at = now + SUMMARY_SECONDS
 
     def recovered(self) -> None:
-        """Log the end of an outage (once); nothing when the database was not down."""
+        """Log the end of an outage (once); nothing when the database was not down, or when
+        the outage's start went unlogged (see :meth:`failed`)."""
         if self.down_since is None:
             return
-        logger.info(
+        logger.log(
+            logging.DEBUG if self.quiet else logging.INFO,
             "database reachable again database=%s after_s=%.1f failures=%s pid=%s",
             self.using,
             time.monotonic() - self.down_since,
@@ -90,21 +113,31 @@ class Outage:
         self.down_since = None
         self.failures = 0
         self.error = ""
+        self.quiet = False
 
     def _log_start(self, error: BaseException, text: str) -> None:
-        code = error.args[0] if error.args else None
+        unlogged = f" unlogged_outages_before={self.unlogged}" if self.unlogged else ""
         logger.warning(
-            "database unreachable, retrying database=%s error=%s pid=%s%s",
+            "database unreachable, retrying database=%s error=%s pid=%s%s%s",
             self.using,
             text,
             os.getpid(),
-            TOO_MANY_HINT if code in TOO_MANY_CONNECTIONS else "",
+            unlogged,
+            TOO_MANY_HINT if _too_many(error) else "",
         )
+        self.logged_error = text
+        self.quiet_until = time.monotonic() + SUMMARY_SECONDS
+        self.unlogged = 0
         if not self.traceback_logged:
             # The first one only, and below WARNING: for a refused or lost connection the
             # line above says everything; the traceback helps with anything stranger.
             logger.debug("database error traceback database=%s", self.using, exc_info=error)
             self.traceback_logged = True
+
+
+def _too_many(error: BaseException) -> bool:
+    """Tell whether the server refused a connection because it holds too many already."""
+    return bool(error.args) and error.args[0] in TOO_MANY_CONNECTIONS
 
 
 def describe(error: BaseException) -> str:

@@ -60,3 +60,29 @@ def test_a_refusal_at_max_connections_says_so(caplog):
     full, away = (record.getMessage() for record in caplog.records)
     assert "cause=max_connections" in full and "SKIPQUEUE_RELEASE_JOB_CONNECTIONS" in full
     assert "cause=" not in away
+
+
+def test_outages_of_one_refusal_each_log_a_line_a_minute(caplog, monkeypatch):
+    # A server at its connection limit refuses now and then: each refusal is an outage that
+    # the next attempt ends. The first is logged (start and end), the next ones within
+    # SUMMARY_SECONDS of that line only counted; the first after it is logged with the count.
+    # Any other outage is logged as it starts.
+    monkeypatch.setattr(outage_module, "SUMMARY_SECONDS", 0.3)
+    full, tracker = OperationalError(1040, "Too many connections"), Outage("default")
+    with caplog.at_level(logging.DEBUG, logger="django_skipqueue.database"):
+        for _ in range(5):
+            tracker.failed(full)
+            tracker.recovered()
+        time.sleep(0.35)
+        tracker.failed(full)
+        tracker.recovered()
+        for _ in range(2):  # a server down: every outage logged, however close together
+            tracker.failed(refused())
+            tracker.recovered()
+    starts = [r.getMessage() for r in caplog.records if "unreachable, retrying" in r.getMessage()]
+    ends = [r for r in caplog.records if "reachable again" in r.getMessage()]
+    assert len(starts) == 4, starts
+    assert "unlogged_outages_before" not in starts[0]
+    assert "unlogged_outages_before=4 " in starts[1] and "1040" in starts[1]
+    assert all("1040" not in line and "cause=" not in line for line in starts[2:]), starts
+    assert [r.levelno for r in ends] == [logging.INFO, *[logging.DEBUG] * 4, *[logging.INFO] * 3]
