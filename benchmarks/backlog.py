@@ -28,6 +28,18 @@ def connect(database: str | None = None) -> MySQLdb.Connection:
     return conn
 
 
+def stored_columns(db: MySQLdb.Connection, table: str, *, with_id: bool = True) -> str:
+    """The columns of ``table`` an INSERT may write (generated ones cannot be), quoted."""
+    cursor = db.cursor()
+    cursor.execute(
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+        "AND TABLE_NAME = %s AND EXTRA NOT LIKE '%%GENERATED%%' ORDER BY ORDINAL_POSITION",
+        (table,),
+    )
+    names = [name for (name,) in cursor.fetchall() if with_id or name != "id"]
+    return ", ".join(f"`{name}`" for name in names)
+
+
 class Backlog:
     """Counts what a system has still to run, and empties or refills its queue."""
 
@@ -91,10 +103,5 @@ class Backlog:
 
     def _columns(self, table: str) -> str:
         """The stored columns of ``table`` (generated columns cannot be inserted into)."""
-        cursor = self.db.cursor()  # type: ignore[union-attr]
-        cursor.execute(
-            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
-            "AND TABLE_NAME = %s AND EXTRA NOT LIKE '%%GENERATED%%' ORDER BY ORDINAL_POSITION",
-            (table,),
-        )
-        return ", ".join(f"`{row[0]}`" for row in cursor.fetchall())
+        assert self.db is not None
+        return stored_columns(self.db, table)

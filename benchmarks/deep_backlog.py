@@ -25,7 +25,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from benchmarks.backlog import connect
+from benchmarks.backlog import connect, stored_columns
 from benchmarks.harness import DOCS_DIR, WORK_DIR, agent
 from benchmarks.machine import machine
 from benchmarks.procs import Fleet, server_cpu_seconds
@@ -38,16 +38,6 @@ START_TIMEOUT = 60.0
 CAP = 30.0
 
 
-def stored_columns(cursor: object) -> str:
-    """The columns an INSERT may write (generated ones cannot be), the id left out."""
-    cursor.execute(  # type: ignore[attr-defined]
-        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
-        "AND TABLE_NAME = 'skipqueue_job' AND EXTRA NOT LIKE '%%GENERATED%%' "
-        "AND COLUMN_NAME <> 'id' ORDER BY ORDINAL_POSITION"
-    )
-    return ", ".join(f"`{name}`" for (name,) in cursor.fetchall())  # type: ignore[attr-defined]
-
-
 def fill(rows: int) -> float:
     """Replace the table's content with ``rows`` ready no-op jobs; return the seconds taken."""
     db = connect(OURS.database)
@@ -56,7 +46,7 @@ def fill(rows: int) -> float:
     agent(OURS, "enqueue", "bulk", "1")
     cursor.execute("SELECT MAX(id) FROM skipqueue_job")
     (template,) = cursor.fetchone()
-    columns = stored_columns(cursor)
+    columns = stored_columns(db, "skipqueue_job", with_id=False)
     began = time.perf_counter()
     cursor.execute(
         f"INSERT INTO skipqueue_job ({columns}) SELECT {columns} FROM skipqueue_job "

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from benchmarks.backlog import Backlog, connect
+from benchmarks.backlog import Backlog, connect, stored_columns
 from benchmarks.harness import DOCS_DIR, WORK_DIR, agent
 from benchmarks.machine import machine
 from benchmarks.procs import Fleet, server_cpu_seconds
@@ -154,12 +154,7 @@ def fill_ours_literal(count: int) -> float:
     """
     db = connect(OURS.database)
     cursor = db.cursor()
-    cursor.execute(
-        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
-        "AND TABLE_NAME = 'skipqueue_job' AND EXTRA NOT LIKE '%%GENERATED%%' "
-        "AND COLUMN_NAME <> 'id' ORDER BY ORDINAL_POSITION"
-    )
-    columns = ", ".join(f"`{name}`" for (name,) in cursor.fetchall())
+    columns = stored_columns(db, "skipqueue_job", with_id=False)
     cursor.execute(f"SELECT {columns} FROM skipqueue_job LIMIT 1")
     values = cursor.fetchone()
     if values is None:
