@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
 from inspect import iscoroutinefunction
@@ -52,6 +54,8 @@ from django_skipqueue.states import (
 )
 from django_skipqueue.tasks import retry_policy
 
+logger = logging.getLogger("django_skipqueue.worker")
+
 #: ``Outcome.status`` of an attempt to be retried (the job is then SCHEDULED or READY).
 RETRY = "retry"
 #: Longest pause of a job thread whose tasks keep being refused a connection, in seconds.
@@ -76,7 +80,9 @@ class Running:
     cancel_event: threading.Event = field(default_factory=threading.Event)
     #: time.monotonic() when the task began (None: not started yet).
     started_at: float | None = None
-    future: Future[Any] | None = None
+    #: What takes it back before it begins: its ticket of the job threads, or for a
+    #: coroutine its future on the event loop. None until it is handed over.
+    future: Ticket | Future[Any] | None = None
     #: Runs on the event loop (which enforces its timeout itself) rather than a thread.
     on_loop: bool = False
     #: Timed out: its thread may run on, but what it returns is ignored.
@@ -150,11 +156,119 @@ class _FenceRejected(Exception):
     """Roll a transactional task back: its lease was lost before it could commit."""
 
 
+# The job threads. ThreadPoolExecutor builds a Future, a work item, a semaphore turn and two
+# condition notifications per job, and the worker asks its Future one thing only: can this
+# job still be taken back? Job threads report outcomes themselves, so the pool needs less: a
+# queue of calls, a Ticket per call that a thread or the worker takes first, and no more
+# threads than calls have waited at once.
+
+
+class Ticket:
+    """A call handed to the pool: begun by a thread or taken back by the worker, never both.
+
+    Both sides pop the one element of a list, which the interpreter does atomically: only the
+    first pop gets it.
+    """
+
+    __slots__ = ("_pending", "finished")
+
+    def __init__(self) -> None:
+        self._pending = [True]
+        #: The call has returned, or was taken back: its thread is free (or never needed).
+        self.finished = False
+
+    def cancel(self) -> bool:
+        """Take the call back if no thread has begun it; tell whether it was taken back."""
+        if not self._take():
+            return False
+        self.finished = True
+        return True
+
+    def _take(self) -> bool:
+        try:
+            self._pending.pop()
+        except IndexError:
+            return False
+        return True
+
+
+_Call = tuple[Ticket, Callable[..., object], tuple[object, ...]]
+
+
+class JobThreads:
+    """Up to ``size`` threads that run submitted calls in submission order.
+
+    A thread starts only when every existing one is busy, as with ThreadPoolExecutor: a
+    worker that runs one job at a time keeps one thread, and one database connection.
+    """
+
+    def __init__(self, size: int, name: str) -> None:
+        self.size = size
+        self.name = name
+        self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        #: Tickets not known to be finished; looked at only while a thread may be missing.
+        self._unfinished: list[Ticket] = []
+        self._shut = False
+
+    def submit(self, call: Callable[..., object], *args: object) -> Ticket:
+        """Queue ``call(*args)`` for the next free thread; return its ticket."""
+        if self._shut:
+            raise RuntimeError("The job threads have been shut down.")
+        ticket = Ticket()
+        if len(self._threads) < self.size:
+            self._unfinished = [t for t in self._unfinished if not t.finished]
+            self._unfinished.append(ticket)
+            if len(self._unfinished) > len(self._threads):
+                self._start_thread()
+        self._calls.put((ticket, call, args))
+        return ticket
+
+    @property
+    def threads(self) -> int:
+        """How many threads the pool has started."""
+        return len(self._threads)
+
+    def _start_thread(self) -> None:
+        name = f"{self.name}_{len(self._threads)}"
+        thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _serve(self) -> None:
+        while (item := self._calls.get()) is not None:
+            ticket, call, args = item
+            if ticket._take():  # not taken back meanwhile
+                try:
+                    call(*args)
+                except BaseException:  # the calls report their own errors: a bug if seen
+                    logger.exception("a job thread's call raised: %r", call)
+                ticket.finished = True
+            del item, ticket, call, args  # hold no job between calls
+
+    def shutdown(self) -> None:
+        """Take back the calls no thread has begun, and let idle threads end.
+
+        Does not wait: a thread still in a job runs on until the process exits (the
+        threads are daemons, as a stopping worker must not hang on a stuck job).
+        """
+        self._shut = True
+        while True:
+            try:
+                item = self._calls.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].cancel()
+        for _ in self._threads:
+            self._calls.put(None)
+
+
 class Executor:
     """Run jobs and report each outcome through ``on_done`` (called from any thread)."""
 
     def __init__(self, threads: int, backend_alias: str, using: str, on_done: OnDone) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skipqueue-job")
+        self.pool = JobThreads(threads, "skipqueue-job")
         self.backend_alias = backend_alias
         self.using = using
         self.on_done = on_done
@@ -227,7 +341,7 @@ class Executor:
 
     def shutdown(self) -> None:
         """Stop taking work; running threads are not waited for (the process is exiting)."""
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool.shutdown()
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
 
