@@ -1,7 +1,7 @@
-"""Single enqueue (issue 23): this code against the code before, Celery's ``.delay()`` and one
-raw INSERT, interleaved in one invocation.
+"""Single or bulk enqueue (issue 23): this code against the code before, Celery's ``.delay()``
+and raw INSERTs, interleaved in one invocation.
 
-``python -m benchmarks.enqueue_ab [--base REV] [--rounds 7] [--calls 2000]``
+``python -m benchmarks.enqueue_ab [--base REV] [--rounds 7] [--calls 2000] [--mode bulk]``
 
 Each measurement is one child process that makes ``--calls`` single enqueues of a no-op task
 after a warm-up, one job per transaction (autocommit: each pays a commit), timed inside the
@@ -13,6 +13,10 @@ process (wall and CPU):
 - ``raw``: one INSERT of a job row through Django's cursor (the floor the database sets);
 - ``celery``: Celery's ``.delay()`` to Redis (``benchmarks/.venv-peers``, made on first use;
   ``--no-celery`` leaves it out).
+
+``--mode bulk`` times one ``enqueue_many()`` of ``--calls`` jobs instead (after a warm-up bulk
+of 200) against the before code's, and ``raw`` is then the multi-row INSERTs of literal rows
+of ``enqueuers.py``; Celery has no bulk enqueue and is left out.
 
 The systems' order rotates every round (ABCD, BCDA, ...); the job table (or the Redis
 database) is emptied before each measurement. Database ``BENCH_DB_PREFIX`` (default
@@ -48,12 +52,12 @@ WARMUP = 200
 #: scenarios use, from the tree the child imports), warmed up, then timed.
 CHILD = """
 import json, sys, time
-system, calls = sys.argv[1], int(sys.argv[2])
+system, calls, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 if system != "celery":
     import django
     django.setup()
 from benchmarks import enqueuers
-run = enqueuers.for_system(system, "single")
+run = enqueuers.for_system(system, mode)
 run(WARMUP)
 cpu, wall = time.process_time(), time.perf_counter()
 run(calls)
@@ -83,13 +87,13 @@ def unpack(revision: str, into: Path) -> Path:
     return into
 
 
-def measure(contender: Contender, calls: int) -> dict[str, float]:
+def measure(contender: Contender, calls: int, mode: str = "single") -> dict[str, float]:
     """Empty the queue, run one child; return its rate and CPU per call."""
     system = SYSTEMS["celery" if contender.system == "celery" else "ours"]
     Backlog(system).empty()
     env = system.env(PYTHONPATH=str(contender.tree))
     done = subprocess.run(
-        [contender.python, "-c", CHILD, contender.system, str(calls)],
+        [contender.python, "-c", CHILD, contender.system, str(calls), mode],
         cwd=contender.tree,
         env=env,
         capture_output=True,
@@ -125,6 +129,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--no-celery", action="store_true")
+    parser.add_argument("--mode", choices=("single", "bulk"), default="single")
     parser.add_argument("--out", type=Path, default=WORK_DIR / "enqueue_ab.json")
     args = parser.parse_args()
     started = {"at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "loadavg": os.getloadavg()}
@@ -136,14 +141,14 @@ def main() -> None:
             Contender("before", OUR_PYTHON, before, "ours"),
             Contender("raw", OUR_PYTHON, ROOT, "raw"),
         ]
-        if not args.no_celery:
+        if not args.no_celery and args.mode == "single":
             venv.ensure()
             contenders.append(Contender("celery", PEERS_PYTHON, ROOT, "celery"))
         runs: dict[str, list[dict[str, float]]] = {}
         for rnd in range(args.rounds):
             shift = rnd % len(contenders)
             for contender in contenders[shift:] + contenders[:shift]:
-                result = measure(contender, args.calls)
+                result = measure(contender, args.calls, args.mode)
                 runs.setdefault(contender.name, []).append(result)
                 print(f"{time.strftime('%H:%M:%S')} round {rnd + 1} {contender.name}: "
                       f"{result['per_s']:.0f}/s, {result['cpu_us']:.0f} us CPU/call, "

@@ -22,7 +22,7 @@ from django_skipqueue.compat import (
     task_enqueued,
 )
 from django_skipqueue.conf import get_settings
-from django_skipqueue.context import build_result, resolve_task, task_for_job
+from django_skipqueue.context import build_result, new_results, resolve_task, task_for_job
 from django_skipqueue.exceptions import AppNotInstalled, InvalidQueueName, InvalidTaskOption
 from django_skipqueue.flow.options import check_flow_options
 from django_skipqueue.monitoring import tracing
@@ -191,14 +191,18 @@ class SkipQueueBackend(BaseTaskBackend):
         created = [job for job, new in answers.values() if new]
         if jobs and jobs[0].batch_id is not None:
             join_batch(created, self.database)
+        # The new jobs' results are built together (copies of one per task, see new_results).
+        new = [i for i in range(len(calls)) if answers[i][1]]
+        fresh = new_results(((answers[i][0], calls[i][0]) for i in new), self.alias)
+        built = dict(zip(new, fresh, strict=True))
         results = EnqueuedMany()
-        for i, (task, _, _) in enumerate(calls):
-            job, new = answers[i]
-            result = self._result(job, task if new else None)
-            results.append(result)
-            if new:
+        for i in range(len(calls)):
+            result = built.get(i)
+            if result is not None:
+                results.append(result)
                 task_enqueued.send(type(self), task_result=result)
             else:
+                results.append(result := self._result(answers[i][0]))
                 results.duplicates[i] = result
         self._wake_workers(created + [answers[i][0] for i in replacing])
         return results

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from django_skipqueue.compat import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
@@ -124,6 +125,50 @@ def build_result(job: Job, task: Task, backend_alias: str) -> TaskResult:
     )
     object.__setattr__(result, "_return_value", job.return_value)
     return result
+
+
+#: What a new job's result has of its own; it shares the other fields of TaskResult with the
+#: results of its task's other new jobs (see :func:`new_results`).
+_OWN_FIELDS = ("id", "enqueued_at", "args", "kwargs", "errors", "worker_ids")
+
+
+def new_results(inserted: Iterable[tuple[Job, Task]], backend_alias: str) -> list[TaskResult]:
+    """Return the TaskResults of jobs a bulk enqueue has just inserted, in order.
+
+    Such a job has no attempt yet, so its result differs from those of its task's other new
+    jobs only in its id, enqueue time and arguments. The first result of each task (and
+    status, queue, priority, run_after) is built in full by :func:`build_result`; the others
+    take its other fields and their own, without the dataclass's constructor, whose
+    ``__post_init__`` copies arguments that are plain JSON already (``normalize_arguments``
+    made them, and only this result holds them): building results took 7.5 us of a bulk
+    enqueue's 18 us of CPU a job.
+    """
+    shared: dict[tuple[Any, ...], tuple[tuple[str, Any], ...]] = {}
+    results = []
+    setter = object.__setattr__
+    for job, task in inserted:
+        key = (id(task), job.status, job.queue_name, job.priority, job.run_after)
+        common = shared.get(key)
+        if common is None:
+            first = build_result(job, task_for_job(task, job), backend_alias)
+            shared[key] = tuple(
+                (each.name, getattr(first, each.name))
+                for each in fields(TaskResult)
+                if each.name not in _OWN_FIELDS
+            )
+            results.append(first)
+            continue
+        result = object.__new__(TaskResult)
+        for name, value in common:
+            setter(result, name, value)
+        setter(result, "id", str(job.pk))
+        setter(result, "enqueued_at", job.enqueued_at)
+        setter(result, "args", job.args)
+        setter(result, "kwargs", job.kwargs)
+        setter(result, "errors", [])
+        setter(result, "worker_ids", [])
+        results.append(result)
+    return results
 
 
 def update_result(result: TaskResult, job: Job) -> TaskResult:

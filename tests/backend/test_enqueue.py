@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from datetime import datetime, timedelta
 
@@ -126,6 +127,25 @@ def test_bulk_enqueue_writes_each_task_like_single_enqueues(backend):
     bulk = [int(r.id) for r in backend.enqueue_many(calls)]
     assert _stored(bulk) == _stored(singles)
     assert {row["queue_name"] for row in _stored(bulk)} == {"default", "emails"}
+
+
+def _fields_of(result):
+    return {each.name: getattr(result, each.name) for each in dataclasses.fields(result)}
+
+
+def test_bulk_enqueue_results_are_what_get_result_reads_back(backend):
+    """Results after a task's first are copied from it: each must still describe its own job."""
+    later = timezone.now() + timedelta(hours=1)
+    tasks = [echo, echo.using(queue_name="emails", priority=7), noop.using(run_after=later)]
+    calls = [(tasks[n % 3], [n], {"n": {"deep": [n]}}) for n in range(30)]
+    results = backend.enqueue_many(calls)
+    for (called, args, kwargs), result in zip(calls, results, strict=True):
+        assert _fields_of(result) == _fields_of(backend.get_result(result.id))
+        assert (result.args, result.kwargs, result.task) == (args, kwargs, called)
+    results[0].errors.append("x")
+    results[0].worker_ids.append("w")
+    assert all(r.errors == [] and r.worker_ids == [] for r in results[1:])
+    assert len({id(r.args) for r in results}) == len(results)
 
 
 def test_bulk_enqueued_jobs_share_no_list_or_dict(backend):

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from django_skipqueue.db.bulkinsert import insert_fields, insert_rows
@@ -85,3 +86,39 @@ def test_a_column_the_same_in_every_row_is_written_once_and_read_back_in_each():
     assert [(r.queue_name, r.priority, r.args) for r in rows] == [
         ("emails", 3, [n]) for n in range(5)
     ]
+
+
+def test_columns_at_their_default_in_every_row_are_left_out_and_read_back():
+    """A plain job's INSERT names no column that is NULL or at its database default in every
+    row; what it stores is the ORM's row."""
+    by_orm = job(args=[1])
+    by_orm.save(force_insert=True)
+    expected = stored(by_orm.pk)
+    fast = [job(args=[n], enqueued_at=by_orm.enqueued_at) for n in (1, 2)]
+    with CaptureQueriesContext(connection) as queries:
+        insert_rows(fast, "default")
+    insert = next(query["sql"] for query in queries if query["sql"].startswith("INSERT"))
+    head = insert.split(" VALUES ")[0]
+    for left_out in ("`finished_at`", "`owner`", "`run_after`", "`return_value`", "`snoozes`"):
+        assert left_out not in head
+    assert "`args`" in head and "`enqueued_at`" in head
+    got = stored(fast[0].pk)
+    assert got.pop("id") == fast[0].pk
+    expected.pop("id")
+    assert got == expected
+
+
+def test_a_column_null_in_some_rows_only_is_written_in_each():
+    later = timezone.now() + timedelta(hours=1)
+    jobs = [job(status="scheduled", run_after=later), job()]
+    insert_rows(jobs, "default")
+    assert [Job.objects.get(pk=j.pk).run_after for j in jobs] == [later, None]
+
+
+def test_a_column_off_its_database_default_is_written():
+    jobs = [job(snoozes=2, key_statuses=3), job(snoozes=2, key_statuses=3)]
+    insert_rows(jobs, "default")
+    stored_values = Job.objects.filter(pk__in=[j.pk for j in jobs]).values_list(
+        "snoozes", "key_statuses"
+    )
+    assert list(stored_values) == [(2, 3), (2, 3)]
