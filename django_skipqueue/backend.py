@@ -145,8 +145,12 @@ class SkipQueueBackend(BaseTaskBackend):
         from django_skipqueue.flow.options import flow_of, has_flow
 
         calls = list(calls)
-        for task in {id(task): task for task, _, _ in calls}.values():
+        tasks = {id(task): task for task, _, _ in calls}.values()
+        for task in tasks:
             self.validate_task(task)
+        # Most bulks are of tasks with no flow control and no unique_replace: asked once a task.
+        flowing = {id(task) for task in tasks if has_flow(task)}
+        replaceable = {id(task) for task in tasks if getattr(task, "unique_replace", None)}
         config = get_settings()
         now = timezone.now()
         jobs = build_jobs(calls, config=config, now=now)
@@ -157,20 +161,24 @@ class SkipQueueBackend(BaseTaskBackend):
         flows = {
             i: flow
             for i, (task, args, kwargs) in enumerate(calls)
-            if has_flow(task) and (flow := flow_of(task, args, kwargs)) is not None
+            if id(task) in flowing and (flow := flow_of(task, args, kwargs)) is not None
         }
         plain = [i for i, job in enumerate(jobs) if job.idempotency_key is None and i not in flows]
-        unkeyed = set(plain)
-        replacing = {
-            i
-            for i, (task, _, _) in enumerate(calls)
-            if i not in unkeyed and i not in flows and bool(getattr(task, "unique_replace", None))
-        }
-        keyed = [
-            i
-            for i in range(len(jobs))
-            if i not in replacing and i not in unkeyed and i not in flows
-        ]
+        if len(plain) == len(calls):
+            replacing: set[int] = set()
+            keyed: list[int] = []
+        else:
+            unkeyed = set(plain)
+            replacing = {
+                i
+                for i, (task, _, _) in enumerate(calls)
+                if i not in unkeyed and i not in flows and id(task) in replaceable
+            }
+            keyed = [
+                i
+                for i in range(len(jobs))
+                if i not in replacing and i not in unkeyed and i not in flows
+            ]
         inserted = insert_jobs([jobs[i] for i in plain], self.database)
         answers: dict[int, tuple[Job, bool]] = {
             i: (job, True) for i, job in zip(plain, inserted, strict=True)
