@@ -30,6 +30,9 @@ from django_skipqueue.states import JobStatus
 from django_skipqueue.tasks import REPLACEABLE, SkipQueueTask, check_key_template
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    from django_skipqueue.conf import SkipQueueSettings
     from django_skipqueue.models import Job
 
 # The modules that use the models are imported by the methods that need them: this module
@@ -153,6 +156,8 @@ class SkipQueueBackend(BaseTaskBackend):
         replaceable = {id(task) for task in tasks if getattr(task, "unique_replace", None)}
         config = get_settings()
         now = timezone.now()
+        if not flowing and not replaceable and self._can_send_ahead(tasks):
+            return self._enqueue_sent_ahead(calls, config, now)
         jobs = build_jobs(calls, config=config, now=now)
         if jobs and _traced():  # one span for the call, its context stored with every job
             span = tracing.start_enqueue(jobs[0].task_path, jobs[0].queue_name, jobs)
@@ -213,6 +218,47 @@ class SkipQueueBackend(BaseTaskBackend):
                 results.append(result := self._result(answers[i][0]))
                 results.duplicates[i] = result
         self._wake_workers(created + [answers[i][0] for i in replacing])
+        return results
+
+    def _can_send_ahead(self, tasks: Iterable[Task]) -> bool:
+        """Whether every call is plain (no key, no flow, no tracing) on a connection that can
+        build the next chunk of rows while the server inserts the last (MySQL, MariaDB)."""
+        from django_skipqueue.db.bulkinsert import can_send_ahead
+
+        return (
+            all(
+                getattr(task, "idempotency_key", None) is None
+                and getattr(task, "unique_key", None) is None
+                for task in tasks
+            )
+            and not _traced()
+            and can_send_ahead(self.database)
+        )
+
+    def _enqueue_sent_ahead(
+        self, calls: list[TaskCall], config: SkipQueueSettings, now: datetime
+    ) -> EnqueuedMany:
+        """Enqueue plain calls with each chunk built while the server inserts the one before.
+
+        The results are built while the server inserts too; ``task_enqueued`` is sent once
+        the transaction is done, as for the other calls.
+        """
+        from django_skipqueue.enqueue import insert_calls_sent_ahead, join_batch
+
+        results = EnqueuedMany()
+
+        def inserted(jobs: Sequence[Job], chunk: Sequence[TaskCall]) -> None:
+            tasks = (task for task, _, _ in chunk)
+            results.extend(new_results(zip(jobs, tasks, strict=True), self.alias))
+
+        jobs = insert_calls_sent_ahead(
+            calls, self.database, config=config, now=now, inserted=inserted
+        )
+        if jobs and jobs[0].batch_id is not None:
+            join_batch(jobs, self.database)
+        for result in results:
+            task_enqueued.send(type(self), task_result=result)
+        self._wake_workers(jobs)
         return results
 
     def _wake_workers(self, jobs: list[Job]) -> None:

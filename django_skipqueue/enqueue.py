@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, Protocol
@@ -16,6 +16,7 @@ from django_skipqueue import transitions
 from django_skipqueue.compat import Task
 from django_skipqueue.conf import SkipQueueSettings, get_settings
 from django_skipqueue.db.bulkinsert import (
+    SentInsert,
     can_insert_row,
     insert_row,
     insert_rows,
@@ -314,6 +315,46 @@ def _insert_ignoring(jobs: list[Job], using: str) -> None:
         jobs, fields, returning_fields=returning, on_conflict=OnConflict.IGNORE
     )
     mark_inserted(jobs, {key: pk for pk, key in rows}, using)
+
+
+def insert_calls_sent_ahead(
+    calls: Sequence[tuple[Task, Sequence[Any], Mapping[str, Any]]],
+    using: str,
+    *,
+    config: SkipQueueSettings,
+    now: datetime,
+    inserted: Callable[[Sequence[Job], Sequence[tuple[Task, Any, Any]]], None],
+) -> list[Job]:
+    """Build and insert plain calls (no key, no flow) a chunk at a time, in one transaction.
+
+    Each chunk is built while the server inserts the one before (see ``SentInsert``), and
+    ``inserted(jobs, calls)`` is called for a chunk while the server inserts the next one.
+    A call refused while building (its payload) raises after earlier chunks went in: the
+    transaction then rolls them back, so a bulk still inserts all of its calls or none.
+    Check :func:`can_send_ahead` first.
+    """
+    jobs: list[Job] = []
+    sent: tuple[SentInsert, Sequence[Any]] | None = None  # the chunk in flight, and its calls
+    with transaction.atomic(using=using):
+        try:
+            for start in range(0, len(calls), BULK_BATCH_SIZE):
+                chunk = calls[start : start + BULK_BATCH_SIZE]
+                built = build_jobs(chunk, config=config, now=now)  # while the last goes in
+                previous, sent = sent, None
+                if previous is not None:
+                    previous_jobs = previous[0].finish()
+                sent = (SentInsert(built, using), chunk)
+                jobs.extend(built)
+                if previous is not None:
+                    inserted(previous_jobs, previous[1])  # while this chunk goes in
+            if sent is not None:
+                (last, last_calls), sent = sent, None
+                inserted(last.finish(), last_calls)
+        except BaseException:
+            if sent is not None:
+                sent[0].discard()
+            raise
+    return jobs
 
 
 def insert_jobs(jobs: list[Job], using: str) -> list[Job]:

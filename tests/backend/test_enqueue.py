@@ -180,9 +180,14 @@ def test_bulk_enqueue_builds_every_job_for_post_init_receivers(backend):
 
 
 @pytest.mark.mysql
-def test_bulk_enqueue_reads_ids_back_without_returning(backend, monkeypatch):
+@pytest.mark.parametrize("sent_ahead", [True, False], ids=["sent-ahead", "serial"])
+def test_bulk_enqueue_reads_ids_back_without_returning(backend, monkeypatch, sent_ahead):
     """The MySQL path (no INSERT ... RETURNING) derives ids from LAST_INSERT_ID()."""
+    from django_skipqueue.db import bulkinsert
+
     monkeypatch.setattr(type(connection.features), "can_return_rows_from_bulk_insert", False)
+    if not sent_ahead:
+        monkeypatch.setattr(bulkinsert, "can_send_ahead", lambda using: False)
     noop.enqueue()  # the ids of the batch must not start at 1
     results = backend.enqueue_many([(echo, [n], {}) for n in range(1500)])
     stored = dict(Job.objects.values_list("pk", "args"))
