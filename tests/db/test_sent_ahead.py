@@ -111,3 +111,13 @@ def test_keyed_calls_are_not_sent_ahead(backend, sends):
     backend.enqueue_many([(echo.using(idempotency_key="k"), [1], {}), (echo, [2], {})])
     assert sends == []
     assert Job.objects.count() == 2
+
+
+def test_quotes_percents_and_non_ascii_arrive_as_written(backend, sends):
+    """Values that differ per row go as quoted parameters, shared ones as one literal: both
+    must survive the statement's own formatting ('%' is its marker)."""
+    calls = [(echo, [f"100% sure é ☃ '{n}' \\ %s"], {"p": "50%", "q": "it's"}) for n in range(5)]
+    results = backend.enqueue_many(calls)
+    assert sends == [5]
+    stored = Job.objects.filter(pk__in=[int(r.id) for r in results]).order_by("pk")
+    assert [(job.args, job.kwargs) for job in stored] == [(a, kw) for _, a, kw in calls]
