@@ -152,10 +152,11 @@ def _all_same(values: list[Any], first: Any) -> bool:
 
 def _insert_statement(jobs: Sequence[Job], connection: Any) -> tuple[str, list[Any]]:
     """The multi-row INSERT of ``jobs``: the values every row shares written once as
-    literals, the others as parameters, and no column that is NULL in every row.
+    literals, the others as parameters, and no column that is at its default (NULL, or the
+    field's ``db_default``) in every row.
 
-    Each column a row names costs the server parsing and a value to store: leaving out the
-    all-NULL ones made a 1,000-row INSERT of plain jobs about 1.3x as fast on MariaDB.
+    Each column a row names costs the server parsing and a value to store: naming 13 columns
+    instead of 28 made a 1,000-row INSERT of plain jobs about 1.3x as fast on MariaDB.
     """
     fields, columns = [], []
     for field in insert_fields():
