@@ -10,6 +10,7 @@ are written once as literals quoted by the driver, and only the rest are paramet
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from operator import attrgetter
@@ -194,8 +195,11 @@ def _is_default(field: Field[Any, Any], prepared: Any, connection: Any) -> bool:
 def _literal(connection: Any, value: Any) -> str:
     """Quote ``value`` with the driver's own escaping; '%' doubled for the parameter pass."""
     connection.ensure_connection()
-    text = connection.connection.literal(value)
-    return (text.decode() if isinstance(text, bytes) else str(text)).replace("%", "%%")
+    raw = connection.connection
+    text = raw.literal(value)
+    # In the connection's character set: latin1, gbk or cp932 bytes are not UTF-8.
+    text = text.decode(raw.encoding) if isinstance(text, bytes) else str(text)
+    return text.replace("%", "%%")
 
 
 def _consecutive(cursor: Any, jobs: Sequence[Job]) -> list[int]:
@@ -252,7 +256,8 @@ def insert_row(job: Job, using: str) -> None:
     the driver (as its own parameter binding does). Columns whose value is NULL are left out
     (their default is NULL): a plain job writes 16 of the 28. Most values repeat from
     one job to the next (queue, task, options, empty lists): their quoted text is kept per
-    connection. Check :func:`can_insert_row` first.
+    connection, but only where it cannot depend on the session (see :func:`_state_free`).
+    Check :func:`can_insert_row` first.
     """
     connection = connections[using]
     connection.close_if_health_check_failed()  # as connection.cursor() does first
@@ -281,7 +286,9 @@ def insert_row(job: Job, using: str) -> None:
         key = (type(prepared), prepared)
         text = kept.get(key)
         if text is None:
-            text = kept[key] = _quote(raw, prepared)
+            text = _quote(raw, prepared)
+            if _state_free(prepared):
+                kept[key] = text
         texts.append(text)
     head = _heads.get(left_out)
     if head is None:
@@ -326,6 +333,27 @@ def _quote(raw: Any, value: Any) -> str:
     return raw.literal(value).decode(raw.encoding)
 
 
+#: Characters whose quoting depends on the session: escaped with a backslash, or (under
+#: ``NO_BACKSLASH_ESCAPES``) left as they are; ``'`` is doubled or escaped.
+_MODE_DEPENDENT = re.compile(r"['\"\\\x00\n\r\x1a]")
+
+
+def _state_free(value: Any) -> bool:
+    """Whether the quoted text of ``value`` is the same in every session, so may be kept.
+
+    The driver quotes by the session's state: ``NO_BACKSLASH_ESCAPES`` doubles a quote
+    where the default mode puts a backslash before it, and a multi-byte character set
+    (gbk, cp932) encodes characters whose bytes include a backslash. Text kept from one
+    state and sent in another could end its string early: the value would become SQL.
+    Integers, booleans and ASCII strings without quotes, backslashes or control characters
+    read the same in every mode and every character set a client may use.
+    """
+    kind = type(value)
+    if kind is int or kind is bool:
+        return True
+    return kind is str and value.isascii() and _MODE_DEPENDENT.search(value) is None
+
+
 def _insert_plan() -> _Plan:
     global _plan
     if _plan is None:
@@ -342,9 +370,19 @@ def _insert_plan() -> _Plan:
     return _plan
 
 
-#: Columns whose values differ from job to job: their quoted text is not kept.
+#: Columns whose values differ from job to job, or come from the caller's arguments (the
+#: keys): their quoted text is not kept.
 _VARYING = frozenset(
-    {"run_after", "enqueued_at", "args", "kwargs", "batch_id", "trace_context", "idempotency_key"}
+    {
+        "run_after",
+        "enqueued_at",
+        "args",
+        "kwargs",
+        "batch_id",
+        "trace_context",
+        "idempotency_key",
+        "flow_key",
+    }
 )
 
 
