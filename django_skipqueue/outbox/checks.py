@@ -8,6 +8,7 @@ from django.core.checks import CheckMessage, Error, register
 
 from ..conf import get_settings
 from .transports import SCHEMES
+from .transports.names import subject_problem
 
 HINT = "See docs/reference/checks.md and the outbox settings in docs/reference/settings.md."
 
@@ -42,4 +43,24 @@ def check_outbox_settings(**kwargs: Any) -> list[CheckMessage]:
                 id="django_skipqueue.E203",
             )
         )
+    errors += _check_destinations(settings.OUTBOX_TOPICS)
+    return errors
+
+
+def _check_destinations(topics: Any) -> list[CheckMessage]:
+    """A destination (the topic's name when None) is an exchange or a NATS subject prefix."""
+    errors: list[CheckMessage] = []
+    for topic, destination in topics.items():
+        name = destination or topic
+        problem = subject_problem(name) if isinstance(name, str) else "is not a string"
+        if problem is not None:
+            errors.append(
+                Error(
+                    f"SKIPQUEUE_OUTBOX_TOPICS: the destination {name!r} of topic {topic!r} "
+                    f"{problem}; exchanges and subjects take no blanks, control characters, "
+                    "'*' or '>'.",
+                    hint=HINT,
+                    id="django_skipqueue.E204",
+                )
+            )
     return errors

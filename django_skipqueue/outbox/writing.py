@@ -6,7 +6,7 @@ import json
 import random
 import uuid
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Any
@@ -19,6 +19,7 @@ from django.db.models.sql import InsertQuery
 from ..conf import get_settings
 from ..exceptions import DuplicateMessage, InvalidMessage, MessageTooLarge, UnknownTopic
 from .models import OutboxMessage
+from .transports import names
 
 MAX_FIELD = 255
 
@@ -106,9 +107,12 @@ def _row(message: Message) -> OutboxMessage:
         raise UnknownTopic(
             f"The outbox topic {message.topic!r} is not in SKIPQUEUE_OUTBOX_TOPICS."
         )
+    _check_destination(message.topic, settings.OUTBOX_TOPICS[message.topic])
     _check_text("key", message.key, allow_empty=True)
+    _check_name("key", message.key, names.subject_problem)
     message_id = message.message_id if message.message_id is not None else uuid.uuid4().hex
     _check_text("message_id", message_id, allow_empty=False)
+    _check_name("message_id", message_id, _id_problem)
     return OutboxMessage(
         partition=partition_of(message.key, settings.OUTBOX_PARTITIONS),
         topic=message.topic,
@@ -150,7 +154,36 @@ def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     for name, value in headers.items():
         if not isinstance(name, str) or not isinstance(value, str) or not name:
             raise InvalidMessage(f"Outbox headers map names to strings: {name!r}: {value!r}.")
+        _check_name(f"header name {name!r}", name, names.header_name_problem)
+        _check_name(f"header {name!r}", value, names.header_value_problem)
     return headers
+
+
+def _check_destination(topic: str, destination: str | None) -> None:
+    """Refuse a topic whose exchange or subject would break the subject of every message
+    (the system check django_skipqueue.E204 names it at start-up too)."""
+    problem = names.subject_problem(destination or topic)
+    if problem is not None:
+        raise InvalidMessage(
+            f"The destination of the outbox topic {topic!r} in SKIPQUEUE_OUTBOX_TOPICS "
+            f"{problem}: an exchange or subject takes no blanks, control characters, '*' or '>'."
+        )
+
+
+def _check_name(what: str, value: str, problem_of: Callable[[str], str | None]) -> None:
+    """Refuse ``value`` if a broker would refuse it, cut it or read it as protocol."""
+    problem = problem_of(value)
+    if problem is not None:
+        raise InvalidMessage(
+            f"The outbox {what} {problem}: keys and ids go on the wire as AMQP short strings "
+            "(255 bytes) and NATS subjects and headers (no blanks, control characters, '*' or "
+            "'>' in a key)."
+        )
+
+
+def _id_problem(message_id: str) -> str | None:
+    """A message id is an AMQP short string and NATS's Nats-Msg-Id header value."""
+    return names.header_value_problem(message_id) or names.length_problem(message_id)
 
 
 def _check_text(name: str, value: object, *, allow_empty: bool) -> None:

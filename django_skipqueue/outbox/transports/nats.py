@@ -13,6 +13,7 @@ import nats.js.errors
 
 from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
 from . import MaybeTaken, Outgoing, Result, Transport
+from .names import characters_problem, header_name_problem, header_value_problem
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,9 @@ class NatsTransport(Transport):
         ``known``: the acks awaited already, to which this message's is added.
         """
         subject = f"{message.destination}.{message.key}" if message.key else message.destination
+        problem = wire_problem(subject, message)
+        if problem is not None:
+            return MessageRejected(f"NATS cannot carry it: {problem}")
         if len(message.body) > self._client.max_payload:
             return MessageRejected(
                 f"over the server's max_payload ({len(message.body)} > "
@@ -173,3 +177,23 @@ class NatsTransport(Transport):
             coroutine.close()
             raise BrokerUnavailable("NATS connection is closed")
         return self._loop.run_until_complete(coroutine)
+
+
+def wire_problem(subject: str, message: Outgoing) -> str | None:
+    """What in ``message`` would not reach a consumer as written, or None.
+
+    publish() refuses all of it; rows stored before it did are refused here, for good: a CR/LF
+    in a subject or a header would be read as protocol (or cut by nats-py), and ``*`` or
+    ``>`` would make the subject a wildcard.
+    """
+    problem = characters_problem(subject)
+    if problem is not None:
+        return f"the subject {subject[:300]!r} {problem}"
+    for name, value in {**message.headers, "Nats-Msg-Id": message.message_id}.items():
+        problem = header_name_problem(name)
+        if problem is not None:
+            return f"the header name {name[:100]!r} {problem}"
+        problem = header_value_problem(value) if isinstance(value, str) else "is not text"
+        if problem is not None:
+            return f"the header {name!r} {problem}"
+    return None

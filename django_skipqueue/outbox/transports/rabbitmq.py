@@ -20,6 +20,7 @@ import pika.spec
 
 from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
 from . import Outgoing, Result, Transport, Unanswered
+from .names import length_problem
 
 logger = logging.getLogger(__name__)
 
@@ -78,35 +79,55 @@ class RabbitMQTransport(Transport):
         """
         self._waiting, self._returned, self._ids, self._closed = {}, set(), {}, None
         self._open, self._oldest = 0, self._tag + 1
-        tags = []
+        # Per message: its delivery tag, or its refusal when it never left (see _hand_over).
+        slots: list[int | Result] = []
         try:
             impl: Any = self._ready_channel()._impl  # underneath: publishes without waiting
             for message in messages:
-                impl.basic_publish(
-                    message.destination,
-                    message.key,
-                    message.body,
-                    _properties(message),
-                    mandatory=True,
-                )
-                self._tag += 1
-                tags.append(self._tag)
-                self._waiting[self._tag] = None
-                self._open += 1
-                self._ids.setdefault(message.message_id, []).append(self._tag)
+                slots.append(self._hand_over(impl, message))
             if while_waiting is not None:
                 # pika writes on its next I/O turn: put the batch on the wire first.
                 assert self._connection is not None
                 self._connection.process_data_events(0)
                 while_waiting()
-            self._wait(len(tags))
+            self._wait(sum(isinstance(slot, int) for slot in slots))
         except (pika.exceptions.AMQPError, BrokerUnavailable) as error:
             self.close()
             lost = BrokerUnavailable(f"RabbitMQ connection lost: {error!r}")
             # Messages after the publish that broke were never handed over: no answer.
-            answers = [self._waiting.get(tag) for tag in tags]
+            answers = [self._waiting.get(s) if isinstance(s, int) else s for s in slots]
             return [lost if a is None else _result(a) for a in answers] or [lost]
-        return [_result(self._waiting[tag]) for tag in tags]
+        return [_result(self._waiting[s]) if isinstance(s, int) else s for s in slots]
+
+    def _hand_over(self, impl: Any, message: Outgoing) -> int | Result:
+        """Publish ``message`` without waiting; return its delivery tag, or its refusal.
+
+        A message RabbitMQ cannot carry (a short string over 255 bytes: the key, the id, a
+        header name; text that is not UTF-8) is refused here, for good, before anything of it
+        is written. pika marshals a message's frames before writing any of them, so an error
+        it raises while doing so belongs to this message alone, never to the connection: the
+        message is retried (an attempt spent) and becomes a dead letter at the last attempt.
+        """
+        problem = wire_problem(message)
+        if problem is not None:
+            return MessageRejected(f"RabbitMQ cannot carry it: {problem}")
+        try:
+            impl.basic_publish(
+                message.destination,
+                message.key,
+                message.body,
+                _properties(message),
+                mandatory=True,
+            )
+        except (pika.exceptions.AMQPConnectionError, pika.exceptions.AMQPChannelError):
+            raise
+        except Exception as error:
+            return MessageNotConfirmed(f"pika could not encode the message: {error!r}")
+        self._tag += 1
+        self._waiting[self._tag] = None
+        self._open += 1
+        self._ids.setdefault(message.message_id, []).append(self._tag)
+        return self._tag
 
     def keepalive(self) -> None:
         if self._connection is None:
@@ -220,6 +241,19 @@ def _result(answer: object) -> Result | None:
 
 def _nothing() -> None:
     """A no-op callback: queuing it ends process_data_events' wait."""
+
+
+def wire_problem(message: Outgoing) -> str | None:
+    """What in ``message`` an AMQP frame cannot hold, or None (rows stored before publish()
+    checked byte lengths may hold it)."""
+    texts = [("exchange", message.destination), ("routing key", message.key)]
+    texts += [("message id", message.message_id)]
+    texts += [(f"header name {name[:40]!r}", name) for name in message.headers]
+    for what, text in texts:
+        problem = length_problem(text)
+        if problem is not None:
+            return f"the {what} {problem}"
+    return None
 
 
 def _properties(message: Outgoing) -> pika.BasicProperties:
