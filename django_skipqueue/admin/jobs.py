@@ -28,6 +28,7 @@ from django_skipqueue.admin.listing import (
 )
 from django_skipqueue.admin.operations import FINISHED, JobQuery
 from django_skipqueue.admin.scope import admin_database
+from django_skipqueue.admin.selection import CheckedSelection
 from django_skipqueue.db.clock import read_db_now
 from django_skipqueue.models import Job
 
@@ -43,7 +44,7 @@ class JobChangeList(ChangeList):
         return columns.with_error_class(jobs)
 
 
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(CheckedSelection):
     list_display = ("id", "task", "queue", "state", "attempts_label", "enqueued", "finished")
     list_display_links = ("id", "task")
     list_filter = (

@@ -5,20 +5,21 @@ ledger, schedule ticks) list rows that their relay, their API or their scheduler
 its own locks and fences; a hand edit would bypass them. Their actions go through those same
 paths. The job admin is not one of them: it may delete finished jobs.
 
-Imports nothing of the package. The optional apps import it from their admin modules, which
-Django loads once the models are ready (importing it runs ``admin/__init__.py``, which
-registers the job admin: Django's admin discovery does the same).
+Imports nothing of the package but ``selection``. The optional apps import it from their
+admin modules, which Django loads once the models are ready (importing it runs
+``admin/__init__.py``, which registers the job admin: Django's admin discovery does the same).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
 from django.http import HttpRequest
 
+from .selection import CheckedSelection
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+
+class ReadOnlyAdmin(CheckedSelection):
     """A ModelAdmin that lists and shows rows, and refuses to add, change or delete them."""
 
     # Exact counts of a long history or backlog cost a scan on every page view.

@@ -13,7 +13,12 @@ from contextlib import contextmanager
 
 from django.db import IntegrityError, router, transaction
 
+from ..exceptions import InvalidMessage
 from .models import InboxMessage
+
+#: The longest message id and consumer name the inbox stores (their columns' lengths).
+MAX_MESSAGE_ID = 255
+MAX_CONSUMER = 100
 
 
 @contextmanager
@@ -21,8 +26,11 @@ def receive(message_id: str, *, consumer: str = "", using: str | None = None) ->
     """Run the block in a transaction that records ``message_id``; yield whether it is new.
 
     ``with receive(message_id) as fresh: if fresh: ...``. An exception in the block rolls the
-    record back with the consumer's writes, so the message counts as not received.
+    record back with the consumer's writes, so the message counts as not received. An id or
+    consumer that no column can hold as given raises ``InvalidMessage`` before any statement.
     """
+    _check("message_id", message_id, MAX_MESSAGE_ID, allow_empty=False)
+    _check("consumer", consumer, MAX_CONSUMER, allow_empty=True)
     alias = using or router.db_for_write(InboxMessage)
     with transaction.atomic(using=alias):
         yield _record(alias, consumer, message_id)
@@ -36,3 +44,21 @@ def _record(alias: str, consumer: str, message_id: str) -> bool:
     except IntegrityError:
         return False
     return True
+
+
+def _check(name: str, value: object, limit: int, *, allow_empty: bool) -> None:
+    """Refuse what would be cut, refused or changed by the column: ids compare as stored."""
+    if not isinstance(value, str) or len(value) > limit or (not value and not allow_empty):
+        least = 0 if allow_empty else 1
+        raise InvalidMessage(
+            f"The inbox {name} must be a string of {least} to {limit} characters."
+        )
+    if "\x00" in value:
+        where = value.index("\x00")
+        raise InvalidMessage(f"The inbox {name} holds NUL at {where}: PostgreSQL cannot store it.")
+    try:
+        value.encode()
+    except UnicodeEncodeError as error:
+        raise InvalidMessage(
+            f"The inbox {name} holds a lone surrogate at {error.start}: it is not UTF-8."
+        ) from error

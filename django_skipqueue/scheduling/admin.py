@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from ..admin.readonly import ReadOnlyAdmin
+from ..admin.selection import CheckedSelection
 from ..db.clock import read_db_now
 from ..exceptions import InvalidSchedule
 from . import ticks
@@ -76,7 +77,7 @@ def disable(model_admin: ScheduleAdmin, request: HttpRequest, queryset: QuerySet
 
 
 @admin.register(Schedule)
-class ScheduleAdmin(admin.ModelAdmin):
+class ScheduleAdmin(CheckedSelection):
     form = ScheduleForm
     list_display = (
         "name",
