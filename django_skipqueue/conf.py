@@ -37,6 +37,10 @@ class SkipQueueSettings:
     #: Longest traceback stored per failed attempt, in characters (the middle is elided).
     MAX_TRACEBACK_CHARS: int = 20_000
 
+    #: Modules or packages (dotted names) a stored task path may import besides the packages
+    #: of installed apps and the settings module's top-level package (django_skipqueue.taskpaths).
+    TASK_MODULES: tuple[str, ...] = ()
+
     # Workers (runworkers).
     #: Seconds between heartbeats (lease renewal, workers table); shorter for short leases.
     HEARTBEAT_SECONDS: float = 5.0

@@ -1,10 +1,11 @@
 """A job in Django's terms while it runs: its Task, its TaskResult, and its JobContext.
 
 The worker turns a claimed row into what Django's Tasks API hands a task and its caller: the
-Task its stored path names (:func:`resolve_task`, which imports nothing else), the TaskResult
-its row describes (:func:`build_result`, brought up to date by :func:`update_result` when the
-attempt ends; ``get_result()`` builds the same) and, for a task that takes a context, the
-:class:`JobContext` that holds that result and cooperative cancellation.
+Task its stored path names (:func:`resolve_task`, which imports nothing else, and only the
+project's own modules), the TaskResult its row describes (:func:`build_result`, brought up to
+date by :func:`update_result` when the attempt ends; ``get_result()`` builds the same) and, for
+a task that takes a context, the :class:`JobContext` that holds that result and cooperative
+cancellation.
 
 Cancelling a running job sets ``Job.cancel_requested``; the worker reads it back when it renews
 the job's lease and raises the flag here. A long task checks it between steps::
@@ -20,7 +21,7 @@ Code that may run on other backends too can ask :func:`is_cancel_requested` inst
 
 from __future__ import annotations
 
-import importlib
+import sys
 import threading
 from collections.abc import Iterable
 from contextvars import ContextVar
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from django_skipqueue.compat import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
 from django_skipqueue.exceptions import JobCancelled, TaskNotFound
 from django_skipqueue.states import JobStatus
+from django_skipqueue.taskpaths import RENAMED, import_project_module
 
 if TYPE_CHECKING:
     from django_skipqueue.models import Job
@@ -43,7 +45,9 @@ def resolve_task(path: str) -> Task:
     """Return the Task a stored path names, importing nothing but the module it names.
 
     Rows are data: a path that names anything other than a Task (``os.system``, say) is
-    refused before it could be called.
+    refused before it could be called, and a module outside the project's packages (``this``)
+    before it could be imported (see :mod:`django_skipqueue.taskpaths`). A path is resolved
+    once per process; after that it costs a dict lookup.
     """
     task = _resolved.get(path)
     if task is None:
@@ -51,24 +55,12 @@ def resolve_task(path: str) -> Task:
     return task
 
 
-#: Said when a stored path names no Task: the likely causes and the way out.
-RENAMED = (
-    " Renamed or removed? A job keeps the path it was enqueued with: keep the old name as an "
-    "alias (old_name = new_name) until its jobs are done, or deploy workers with the code "
-    "that defines it, then retry the failed job."
-)
-
-
 def _import_task(path: str) -> Task:
     module_name, _, attribute = path.rpartition(".")
-    if not module_name or not attribute.isidentifier():
+    if not module_name or not all(part.isidentifier() for part in path.split(".")):
         raise TaskNotFound(f"{path!r} is not a dotted path to a module-level Task.")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise TaskNotFound(
-            f"Cannot import the module of task {path!r}: {error}.{RENAMED}"
-        ) from error
+    # Looking in a module imported already runs no code; every task's own module is one.
+    module = sys.modules.get(module_name) or import_project_module(path, module_name)
     candidate = vars(module).get(attribute)
     if candidate is None:
         raise TaskNotFound(f"{path!r} names nothing, not a Task.{RENAMED}")

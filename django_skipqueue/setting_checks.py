@@ -92,6 +92,17 @@ def aliases(value: object) -> str | None:
     return None if all(alias in settings.DATABASES for alias in value) else wanted
 
 
+def dotted_names(value: object) -> str | None:
+    wanted = "a list of dotted module names"
+    if not isinstance(value, list | tuple):
+        return wanted
+    valid = all(
+        isinstance(name, str) and all(part.isidentifier() for part in name.split("."))
+        for name in value
+    )
+    return None if valid else wanted
+
+
 def retention(value: object) -> str | None:
     wanted = "a dict of status -> duration or None"
     if not isinstance(value, Mapping):
@@ -109,6 +120,7 @@ RULES: dict[str, Rule] = {
     "MAX_SNOOZES": whole(0, 1_000_000),  # as the task option max_snoozes
     "MAX_PAYLOAD_BYTES": whole(1),
     "MAX_TRACEBACK_CHARS": whole(100),
+    "TASK_MODULES": dotted_names,
     "HEARTBEAT_SECONDS": seconds(),
     "IDLE_POLL_SECONDS": seconds(),
     "WAKEUP": one_of(bool, wanted="True or False"),

@@ -2,8 +2,8 @@
 
 Owns how statements reach the server (``statements.py``: short transactions, whole-transaction
 retries, the hot path's statements compiled once), the database clock (``clock.py``),
-multi-row INSERTs (``bulkinsert.py``), cheap counts (``counting.py``) and the outage log
-(``outage.py``).
+multi-row INSERTs (``bulkinsert.py``) kept under the packet limit (``packets.py``), cheap
+counts (``counting.py``) and the outage log (``outage.py``).
 
 Must not import anything of the package but the models (``bulkinsert.py`` needs ``Job``):
 never ``worker``, ``maintenance``, ``monitoring``, ``admin`` or ``management``. It knows SQL,

@@ -17,6 +17,7 @@ from django.db.models.expressions import DatabaseDefault
 from django.db.models.sql import InsertQuery
 
 from ..conf import get_settings
+from ..db import packets
 from ..exceptions import DuplicateMessage, InvalidMessage, MessageTooLarge, UnknownTopic
 from .models import OutboxMessage
 from .transports import names
@@ -43,7 +44,7 @@ def publish_messages(messages: Iterable[Message], using: str | None) -> list[Out
         return []
     alias = using or router.db_for_write(OutboxMessage)
     try:
-        created = _insert(rows, alias)
+        created = _insert_cut(rows, alias)
     except IntegrityError as error:
         raise DuplicateMessage(
             f"An outbox message with one of these ids exists: {error}"
@@ -52,6 +53,39 @@ def publish_messages(messages: Iterable[Message], using: str | None) -> list[Out
 
     after_commit(alias, {row.partition for row in rows})
     return created
+
+
+def _insert_cut(rows: list[OutboxMessage], alias: str) -> list[OutboxMessage]:
+    """Insert ``rows`` with one INSERT, or with several, all or none, where one would pass
+    the server's ``max_allowed_packet`` (see :mod:`django_skipqueue.db.packets`)."""
+    runs = _runs(rows, connections[alias])
+    if len(runs) == 1:
+        return _insert(rows, alias)
+    with transaction.atomic(using=alias):
+        return [row for run in runs for row in _insert(rows[run.start : run.stop], alias)]
+
+
+def _runs(rows: list[OutboxMessage], connection: Any) -> list[range]:
+    """Runs of rows that fit one statement each: from the payload limit, or where that bound
+    is past the packet limit, from each payload's length (encoded once more)."""
+    budget = packets.packet_budget(connection) if len(rows) > 1 else None
+    if budget is None:
+        return [range(len(rows))]
+    fixed = [_text_bytes(row) for row in rows]
+    bound = 2 * get_settings().OUTBOX_MAX_PAYLOAD_BYTES + 2
+    if sum(fixed) + len(rows) * bound <= budget:
+        return [range(len(rows))]
+    return packets.cut(
+        [size + packets.json_bytes(row.payload) for size, row in zip(fixed, rows, strict=True)],
+        budget,
+    )
+
+
+def _text_bytes(row: OutboxMessage) -> int:
+    """An upper bound of the bytes of the row's values besides its payload, quoted."""
+    headers = [*row.headers, *row.headers.values()]
+    texts = (row.topic, row.key, row.message_id)
+    return sum(map(packets.quoted_bytes, texts)) + sum(map(packets.in_json_bytes, headers)) + 256
 
 
 def _insert(rows: list[OutboxMessage], alias: str) -> list[OutboxMessage]:

@@ -75,6 +75,7 @@ def test_hostile_and_broken_rows_fail_without_running_anything(rel_env, tmp_path
             "not a Task" in rows[name].errors[0]["traceback"]
             or "not a dotted path" in (rows[name].errors[0]["traceback"])
             or "names nothing" in rows[name].errors[0]["traceback"]
+            or "outside the project's packages" in rows[name].errors[0]["traceback"]
         ), name
     for name in broken:
         assert (rows[name].status, _error(rows[name])) == ("failed", "InvalidPayload"), name
