@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from django_skipqueue.db.keys import KeyField
+
 
 class JobArchive(models.Model):
     # The job's own id, kept: archiving the same job twice fails loudly instead of duplicating.
@@ -25,7 +27,7 @@ class JobArchive(models.Model):
     errors = models.JSONField(default=list)
     return_value = models.JSONField(null=True)
     worker_ids = models.JSONField(default=list)
-    idempotency_key = models.CharField(max_length=191, null=True)
+    idempotency_key = KeyField(max_length=191, null=True)
     archived_at = models.DateTimeField()
 
     class Meta:

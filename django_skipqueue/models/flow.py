@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from django_skipqueue.db.keys import KeyField
+
 
 class FlowKey(models.Model):
     """The slots and the rate window of one flow key.
@@ -13,7 +15,7 @@ class FlowKey(models.Model):
     every worker process and machine. The limits are the task's, written by each enqueue.
     """
 
-    key = models.CharField(max_length=191, primary_key=True)
+    key = KeyField(max_length=191, primary_key=True)
     #: Jobs of the key that may hold a slot at once; NULL for a rate limit alone.
     limit = models.PositiveIntegerField(null=True, blank=True)
     #: Jobs holding a slot now: admitted and not yet ended (a retry keeps its slot, blocked

@@ -10,6 +10,7 @@ from django.db.models.functions import Concat
 from django.db.models.lookups import GreaterThan
 
 from django_skipqueue.compat import DEFAULT_TASK_QUEUE_NAME, TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
+from django_skipqueue.db.keys import KeyField
 from django_skipqueue.managers import JobManager
 from django_skipqueue.states import FINISHED_STATUSES, KEY_BITS, KEYED_MASK, JobStatus
 
@@ -74,7 +75,7 @@ class Job(models.Model):
 
     # Flow control (django_skipqueue.flow): the key whose slots and rate window this job
     # waits for (a FlowKey row), NULL for a plain job, which pays for nothing else.
-    flow_key = models.CharField(max_length=191, null=True, blank=True)
+    flow_key = KeyField(max_length=191, null=True, blank=True)
     # True while the job holds one of its key's concurrency slots: from its admission (or
     # its enqueue into a free slot) until it ends; a retry keeps it.
     flow_slot = models.BooleanField(default=False, db_default=False)
@@ -97,11 +98,11 @@ class Job(models.Model):
             default=models.Value(None),
             output_field=models.CharField(max_length=193),
         ),
-        output_field=models.CharField(max_length=193, null=True),
+        output_field=KeyField(max_length=193, null=True),
         db_persist=True,
     )
 
-    idempotency_key = models.CharField(max_length=191, null=True, blank=True)
+    idempotency_key = KeyField(max_length=191, null=True, blank=True)
     # The states in which the key blocks a new job, one bit each (states.KEY_BITS): the
     # task's unique_while, by default scheduled, ready, claimed and succeeded.
     key_statuses = models.PositiveSmallIntegerField(default=KEYED_MASK, db_default=KEYED_MASK)
@@ -118,7 +119,7 @@ class Job(models.Model):
             default=models.Value(None),
             output_field=models.CharField(max_length=191),
         ),
-        output_field=models.CharField(max_length=191, null=True),
+        output_field=KeyField(max_length=191, null=True),
         db_persist=True,
     )
 

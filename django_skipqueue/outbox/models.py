@@ -8,6 +8,7 @@ from typing import Any
 from django.db import models
 
 from ..db.clock import DatabaseNow
+from ..db.keys import KeyField
 
 
 class MessageStatus(models.TextChoices):
@@ -35,8 +36,8 @@ class OutboxMessage(models.Model):
     # hash(key) modulo SKIPQUEUE_OUTBOX_PARTITIONS: one relay at a time sends a partition.
     partition = models.PositiveSmallIntegerField()
     topic = models.CharField(max_length=255)
-    key = models.CharField(max_length=255, blank=True, default="")
-    message_id = models.CharField(max_length=255, unique=True)
+    key = KeyField(max_length=255, blank=True, default="")
+    message_id = KeyField(max_length=255, unique=True)
     payload = models.JSONField(encoder=CompactJSONEncoder)
     headers = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(db_default=DatabaseNow())
@@ -102,8 +103,8 @@ class InboxMessage(models.Model):
     """A message id a consumer processed; the UNIQUE index turns a redelivery away."""
 
     # Each consumer keeps its own record: two consumers of one message both process it.
-    consumer = models.CharField(max_length=100, default="", blank=True)
-    message_id = models.CharField(max_length=255)
+    consumer = KeyField(max_length=100, default="", blank=True)
+    message_id = KeyField(max_length=255)
     received_at = models.DateTimeField(db_default=DatabaseNow())
 
     class Meta:
