@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -109,27 +110,14 @@ def sweep(side: Side, backlog: Backlog, config: str, count: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", required=True, help="the commit before the change")
-    parser.add_argument("--after", default="HEAD", help="the commit after it (HEAD)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = ab_parser(__doc__.splitlines()[0], rounds=3, db_prefix="sq_ba")
     parser.add_argument("--drain-jobs", type=int, default=6000)
     parser.add_argument("--drain-cap", type=float, default=12.0)
     parser.add_argument("--sweep-jobs", type=int, default=2000)
     parser.add_argument("--sweep", default=",".join(SWEEP), help="B/each|batch, comma-separated")
-    parser.add_argument("--db-prefix", default="sq_ba", help="databases: PREFIX_before, _after")
-    parser.add_argument("--out", type=Path, help="also write the JSON result here")
     parser.add_argument("--keep", action="store_true", help="keep the two worktrees")
     args = parser.parse_args()
-
-    WORK.mkdir(parents=True, exist_ok=True)
-    # The workers inherit this directory, and ``python -m django`` puts it first on sys.path:
-    # it must hold no django_skipqueue of its own.
-    os.chdir(WORK)
-    sides = [
-        Side("before", args.before, f"{args.db_prefix}_before"),
-        Side("after", args.after, f"{args.db_prefix}_after"),
-    ]
+    sides = sides_of(args, Side)
     started = {"at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "loadavg": os.getloadavg()}
     runs: dict[str, dict[str, list[dict]]] = {}
     try:
@@ -154,19 +142,8 @@ def main() -> None:
             sys.stdout.flush()
     finally:
         if not args.keep:
-            for side in sides:
-                if side.checkout.exists():
-                    _git("worktree", "remove", "--force", str(side.checkout))
-    result = {
-        "before": sides[0].sha,
-        "after": sides[1].sha,
-        "started": started,
-        "ended": {"at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "loadavg": os.getloadavg()},
-        "machine": machine(),
-        "settings": vars(args) | {"out": str(args.out) if args.out else None},
-        "medians": _medians(runs),
-        "runs": runs,
-    }
+            remove_worktrees(sides)
+    result = {**outcome(sides, started, args), "medians": _medians(runs), "runs": runs}
     text = json.dumps(result, indent=1, default=str)
     if args.out:
         args.out.write_text(text + "\n")
@@ -185,6 +162,50 @@ def _medians(runs: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, floa
             row[f"{key} after/before"] = after / before if before and after else None
         table[config] = row
     return table
+
+
+def ab_parser(description: str, *, rounds: int, db_prefix: str) -> argparse.ArgumentParser:
+    """The options of every two-commit A/B: the commits, the rounds, the databases, --out."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--before", required=True, help="the commit before the change")
+    parser.add_argument("--after", default="HEAD", help="the commit after it (HEAD)")
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--db-prefix", default=db_prefix, help="databases: PREFIX_before, _after")
+    parser.add_argument("--out", type=Path, help="also write the JSON result here")
+    return parser
+
+
+def sides_of[S: Side](args: argparse.Namespace, kind: type[S]) -> list[S]:
+    """The two sides of ``args``, from WORK, which this process makes its directory.
+
+    The processes inherit it, and ``python -m django`` puts it first on sys.path: it must
+    hold no django_skipqueue of its own.
+    """
+    WORK.mkdir(parents=True, exist_ok=True)
+    os.chdir(WORK)
+    return [
+        kind("before", args.before, f"{args.db_prefix}_before"),
+        kind("after", args.after, f"{args.db_prefix}_after"),
+    ]
+
+
+def remove_worktrees(sides: Sequence[Side]) -> None:
+    """Remove the sides' worktrees (also after a failed run: they hold a whole checkout)."""
+    for side in sides:
+        if side.checkout.exists():
+            _git("worktree", "remove", "--force", str(side.checkout))
+
+
+def outcome(sides: Sequence[Side], started: dict, args: argparse.Namespace) -> dict[str, object]:
+    """What an A/B result says besides its figures: the commits, when and on what it ran."""
+    return {
+        "before": sides[0].sha,
+        "after": sides[1].sha,
+        "started": started,
+        "ended": {"at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "loadavg": os.getloadavg()},
+        "machine": machine(),
+        "settings": vars(args) | {"out": str(args.out) if args.out else None},
+    }
 
 
 def _git(*args: str) -> str:

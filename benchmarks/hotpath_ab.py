@@ -11,19 +11,24 @@ worker CPU per job below 1 is cheaper after.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 from benchmarks.backlog import Backlog
-from benchmarks.before_after import WORK, Side, _git, _medians
+from benchmarks.before_after import (
+    WORK,
+    Side,
+    _medians,
+    ab_parser,
+    outcome,
+    remove_worktrees,
+    sides_of,
+)
 from benchmarks.harness import interleaved
-from benchmarks.machine import machine
 from benchmarks.procs import Fleet, server_cpu_seconds
 from benchmarks.scenarios.drain import _watch
 
@@ -66,25 +71,14 @@ def drain(side: Side, backlog: Backlog, shape: Shape, count: int, cap: float) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", required=True, help="the commit before the change")
-    parser.add_argument("--after", default="HEAD", help="the commit after it (HEAD)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = ab_parser(__doc__.splitlines()[0], rounds=3, db_prefix="sq_hp")
     parser.add_argument("--jobs", type=int, default=6000)
     parser.add_argument("--cap", type=float, default=12.0, help="longest measured seconds")
     parser.add_argument(
         "--shapes", default="1x1,4x4,4x1:50", help="PxT[:prefetch], comma-separated"
     )
-    parser.add_argument("--db-prefix", default="sq_hp", help="databases: PREFIX_before, _after")
-    parser.add_argument("--out", type=Path, help="also write the JSON result here")
     args = parser.parse_args()
-
-    WORK.mkdir(parents=True, exist_ok=True)
-    os.chdir(WORK)  # python -m django puts the cwd first on sys.path: no package here
-    sides = [
-        Side("before", args.before, f"{args.db_prefix}_before"),
-        Side("after", args.after, f"{args.db_prefix}_after"),
-    ]
+    sides = sides_of(args, Side)
     shapes = [Shape.parse(text) for text in args.shapes.split(",")]
     started = {"at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "loadavg": os.getloadavg()}
     runs: dict[str, dict[str, list[dict]]] = {}
@@ -104,19 +98,8 @@ def main() -> None:
             print(f"{at} round {rnd + 1} {shape.label} {side.name}: {brief}")
             sys.stdout.flush()
     finally:
-        for side in sides:
-            if side.checkout.exists():
-                _git("worktree", "remove", "--force", str(side.checkout))
-    result = {
-        "before": sides[0].sha,
-        "after": sides[1].sha,
-        "started": started,
-        "ended": {"at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "loadavg": os.getloadavg()},
-        "machine": machine(),
-        "settings": vars(args) | {"out": str(args.out) if args.out else None},
-        "medians": _medians(runs),
-        "runs": runs,
-    }
+        remove_worktrees(sides)
+    result = {**outcome(sides, started, args), "medians": _medians(runs), "runs": runs}
     if args.out:
         args.out.write_text(json.dumps(result, indent=1, default=str) + "\n")
     print(json.dumps(result["medians"], indent=1))
