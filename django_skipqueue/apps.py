@@ -16,7 +16,11 @@ class SkipQueueConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django_skipqueue.checks import check_binlog_format, check_versions
+        from django_skipqueue.checks import (
+            check_binlog_format,
+            check_result_bound,
+            check_versions,
+        )
         from django_skipqueue.compat import ensure_backport_loaded
         from django_skipqueue.setting_checks import check_settings
 
@@ -24,6 +28,7 @@ class SkipQueueConfig(AppConfig):
         ensure_backport_loaded()
         checks.register(check_settings)
         checks.register(check_binlog_format, checks.Tags.database)
+        checks.register(check_result_bound, checks.Tags.database)
         checks.register(check_versions)
 
 

@@ -223,6 +223,29 @@ def check_binlog_format(
     return found
 
 
+def check_result_bound(
+    app_configs: Sequence[AppConfig] | None = None,
+    databases: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> list[CheckMessage]:
+    """Warn where SKIPQUEUE_MAX_RESULT_BYTES exceeds what the server's max_allowed_packet
+    lets one statement carry (``manage.py check --database ALIAS``; runworkers logs it too)."""
+    from django_skipqueue.worker.startup import result_bound_problem
+
+    queue_databases = {database for _, database in _skipqueue_aliases()}
+    found: list[CheckMessage] = []
+    for alias in databases or []:
+        if alias not in queue_databases:
+            continue
+        try:
+            problem = result_bound_problem(alias)
+        except DatabaseError:
+            continue  # an unreachable database is reported by Django's own checks
+        if problem is not None:
+            found.append(Warning(problem, hint=HINT, id="django_skipqueue.W005"))
+    return found
+
+
 # The Django and django-tasks versions this package runs on.
 
 

@@ -34,6 +34,9 @@ class SkipQueueSettings:
     MAX_SNOOZES: int = 100
     #: Largest accepted JSON payload (args and kwargs together), in bytes.
     MAX_PAYLOAD_BYTES: int = 256 * 1024
+    #: Largest JSON return value a task may store, in bytes; a larger one fails its job with
+    #: ResultTooLarge (not retried). Kept well under the server's max_allowed_packet.
+    MAX_RESULT_BYTES: int = 1024 * 1024
     #: Longest traceback stored per failed attempt, in characters (the middle is elided).
     MAX_TRACEBACK_CHARS: int = 20_000
 

@@ -72,6 +72,11 @@ class InvalidReturnValue(SkipQueueError, TypeError):
     """Recorded as the error of an attempt whose task returned a value that is not JSON."""
 
 
+class ResultTooLarge(InvalidReturnValue):
+    """Recorded as the error of an attempt whose JSON return value exceeds
+    SKIPQUEUE_MAX_RESULT_BYTES (or what the server's max_allowed_packet lets through)."""
+
+
 class Snooze(Exception):
     """Raised by a task to run again in ``seconds`` without spending an attempt.
 

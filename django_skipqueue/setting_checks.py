@@ -119,6 +119,7 @@ RULES: dict[str, Rule] = {
     "RETRY_BACKOFF_MAX": seconds(zero=True),
     "MAX_SNOOZES": whole(0, 1_000_000),  # as the task option max_snoozes
     "MAX_PAYLOAD_BYTES": whole(1),
+    "MAX_RESULT_BYTES": whole(1),
     "MAX_TRACEBACK_CHARS": whole(100),
     "TASK_MODULES": dotted_names,
     "HEARTBEAT_SECONDS": seconds(),

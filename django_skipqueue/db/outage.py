@@ -12,7 +12,7 @@ import logging
 import os
 import time
 
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connections
 
 from django_skipqueue.db.statements import is_retryable
 
@@ -29,6 +29,16 @@ TOO_MANY_HINT = (
     "--threads, release job connections (SKIPQUEUE_RELEASE_JOB_CONNECTIONS) or raise it "
     "(docs/howto/run-workers.md)"
 )
+#: Error codes of a statement larger than max_allowed_packet: 1153 from the server (which then
+#: drops the connection), 2020 from the client library. Neither says anything of the server's
+#: health: they belong to the rows the statement carried (see worker/recording.py).
+PACKET_TOO_LARGE = frozenset({1153, 2020})
+#: Error codes of a server that refuses the credentials: access denied for the user (1045),
+#: to the database (1044), or without a password where one is needed (1698); PostgreSQL's
+#: SQLSTATEs of a wrong password and of a role not allowed to connect. Waiting cannot fix
+#: them (someone must), and the server is up: they are said once, not as an outage.
+ACCESS_DENIED = frozenset({1044, 1045, 1698})
+ACCESS_DENIED_SQLSTATES = frozenset({"28P01", "28000"})
 
 
 class Outage:
@@ -66,6 +76,7 @@ class Outage:
         now = time.monotonic()
         text = describe(error)
         self.failures += 1
+        denied = is_access_denied(error)
         if self.down_since is None:
             self.down_since = now
             self.failures = 1
@@ -77,15 +88,19 @@ class Outage:
                 return
             self._log_start(error, text)
         elif text != self.error:
-            logger.warning(
-                "database still unreachable database=%s error=%s pid=%s",
-                self.using,
-                text,
-                os.getpid(),
-            )
+            if denied:
+                self._log_denied(text)
+            else:
+                logger.warning(
+                    "database still unreachable database=%s error=%s pid=%s",
+                    self.using,
+                    text,
+                    os.getpid(),
+                )
         elif now >= self.next_summary_at:
             logger.warning(
-                "database still unreachable database=%s for_s=%.0f failures=%s error=%s pid=%s",
+                "database still %s database=%s for_s=%.0f failures=%s error=%s pid=%s",
+                "refuses the credentials" if denied else "unreachable",
                 self.using,
                 now - self.down_since,
                 self.failures,
@@ -115,7 +130,23 @@ class Outage:
         self.error = ""
         self.quiet = False
 
+    def _log_denied(self, text: str) -> None:
+        """Say once that the server refuses the credentials: who, where, and that it waits."""
+        logger.error(
+            "database refused the credentials, retrying database=%s user=%s host=%s error=%s "
+            "pid=%s fix=the USER and PASSWORD of DATABASES[%r], or the account's grants",
+            self.using,
+            *whom(self.using),
+            text,
+            os.getpid(),
+            self.using,
+        )
+
     def _log_start(self, error: BaseException, text: str) -> None:
+        if is_access_denied(error):
+            self._log_denied(text)
+            self.logged_error = text
+            return
         unlogged = f" unlogged_outages_before={self.unlogged}" if self.unlogged else ""
         logger.warning(
             "database unreachable, retrying database=%s error=%s pid=%s%s%s",
@@ -140,6 +171,40 @@ def _too_many(error: BaseException) -> bool:
     return bool(error.args) and error.args[0] in TOO_MANY_CONNECTIONS
 
 
+def is_access_denied(error: BaseException) -> bool:
+    """Tell whether the server refused the credentials (see ACCESS_DENIED)."""
+    for cause in (error, error.__cause__):
+        args = getattr(cause, "args", ())
+        if args and args[0] in ACCESS_DENIED:
+            return True
+        if getattr(cause, "sqlstate", None) in ACCESS_DENIED_SQLSTATES:
+            return True
+    return False
+
+
+def whom(using: str) -> tuple[str, str]:
+    """Return the user and the host (with its port) that ``using`` connects as and to.
+
+    Never the password: these go into log lines and command errors.
+    """
+    config = connections.settings.get(using, {})
+    host = str(config.get("HOST") or "localhost")
+    port = config.get("PORT")
+    return str(config.get("USER") or "(default)"), f"{host}:{port}" if port else host
+
+
+def explain(using: str, error: BaseException) -> str:
+    """Say in one sentence why database ``using`` cannot be used: credentials, or reach."""
+    user, host = whom(using)
+    if is_access_denied(error):
+        return (
+            f"The database {using!r} refused the credentials of user {user!r} at {host} "
+            f"({describe(error)}): check the USER and PASSWORD of DATABASES[{using!r}] and "
+            "the account's grants."
+        )
+    return f"The database {using!r} at {host} is unreachable ({describe(error)})."
+
+
 def describe(error: BaseException) -> str:
     """Render an error as ``Class(args)`` on one line."""
     return repr(error).replace("\n", " ")
@@ -149,9 +214,23 @@ def is_unreachable(error: BaseException) -> bool:
     """Tell whether ``error`` means the server cannot be reached, as opposed to a bad query.
 
     Deadlocks and lock-wait timeouts are OperationalErrors too, but they are retried by the
-    transaction that met them and say nothing about the server's health.
+    transaction that met them and say nothing about the server's health; nor does a statement
+    too large for the server's max_allowed_packet (:func:`is_too_large`).
     """
-    return isinstance(error, OperationalError | InterfaceError) and not is_retryable(error)
+    return (
+        isinstance(error, OperationalError | InterfaceError)
+        and not is_retryable(error)
+        and not is_too_large(error)
+    )
+
+
+def is_too_large(error: BaseException) -> bool:
+    """Tell whether ``error`` is a statement refused for its size (max_allowed_packet)."""
+    for cause in (error, error.__cause__):
+        args = getattr(cause, "args", ())
+        if args and args[0] in PACKET_TOO_LARGE:
+            return True
+    return False
 
 
 _outages: dict[tuple[int, str], Outage] = {}

@@ -618,9 +618,11 @@ def _pipelined(connection: Any, items: Sequence[str | Run | Deferred]) -> list[A
             texts = [_text(cursor, item) for item in items]
         finally:
             cursor.close()
+        payloads = [text.encode(raw.encoding) for text in texts]
+        _refuse_too_large(connection, raw, payloads)
         began = time.monotonic()
-        for text in texts:
-            raw.send_query(text.encode(raw.encoding))
+        for payload in payloads:
+            raw.send_query(payload)
         answered = False
         for item in items:
             if isinstance(item, Deferred):
@@ -642,6 +644,8 @@ def _pipelined(connection: Any, items: Sequence[str | Run | Deferred]) -> list[A
                     answer = raw.affected_rows() if not rows else answer
             except raw.Error as failed:
                 if not _answered(failed):
+                    if error is not None:  # an answer (1153: too large) ended the connection
+                        raise error from failed
                     raise  # the connection is broken: nothing more to read
                 error = error or failed
                 if isinstance(item, Deferred):
@@ -653,6 +657,30 @@ def _pipelined(connection: Any, items: Sequence[str | Run | Deferred]) -> list[A
         if error is not None:
             raise error
     return answers
+
+
+#: The client library's error of a packet larger than max_allowed_packet (CR_NET_PACKET_TOO_LARGE).
+PACKET_TOO_LARGE = 2020
+
+
+def _refuse_too_large(connection: Any, raw: Any, payloads: Sequence[bytes]) -> None:
+    """Refuse, before sending anything, a statement larger than the server's packet limit.
+
+    The server would answer it by closing the connection, and the client would see a server
+    that went away (2006) for what is a statement too large: the worker took that for an
+    outage and sent the same batch again forever. ``skipqueue_max_packet`` is the session's
+    max_allowed_packet, set where it was read (worker/startup.py); not set, nothing is checked.
+    """
+    limit = getattr(connection, "skipqueue_max_packet", None)
+    if limit is None:
+        return
+    for payload in payloads:
+        if len(payload) >= limit:  # the packet is the statement and one byte more
+            raise raw.OperationalError(
+                PACKET_TOO_LARGE,
+                f"A statement of {len(payload):,} bytes is larger than the server's "
+                f"max_allowed_packet ({limit:,}); nothing was sent.",
+            )
 
 
 #: Round trips kept per thread and database alias to estimate the link's round-trip time.

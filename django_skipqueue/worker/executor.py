@@ -35,6 +35,7 @@ from django_skipqueue.exceptions import (
     InvalidReturnValue,
     JobCancelled,
     JobTimedOut,
+    ResultTooLarge,
     Snooze,
     SnoozeLimitReached,
     TaskNotFound,
@@ -285,6 +286,9 @@ class Executor:
         self._refused_at = -REFUSAL_MEMORY
         #: Per task function: whether it is a coroutine function.
         self._coroutines: dict[Callable[..., Any], bool] = {}
+        #: Largest JSON return value, in bytes (the worker lowers it at start-up if the
+        #: server's max_allowed_packet could not carry it: see startup.result_bound).
+        self.max_result_bytes = get_settings().MAX_RESULT_BYTES
 
     def submit(self, running: Running, task: Task) -> None:
         """Start ``running`` on the pool or the event loop."""
@@ -414,7 +418,8 @@ class Executor:
             if _transactional(task):
                 return self._run_in_transaction(running, task, context, started)
             value = to_json(
-                task.call(*_arguments(task, context, running.job), **running.job.kwargs)
+                task.call(*_arguments(task, context, running.job), **running.job.kwargs),
+                self.max_result_bytes,
             )
             return Outcome(
                 running, JobStatus.SUCCEEDED, value, duration=time.monotonic() - started
@@ -430,7 +435,8 @@ class Executor:
 
         def attempt() -> Any:
             with transaction.atomic(using=self.using):
-                value = to_json(task.call(*_arguments(task, context, job), **job.kwargs))
+                returned = task.call(*_arguments(task, context, job), **job.kwargs)
+                value = to_json(returned, self.max_result_bytes)
                 if not transitions.succeed(job, value):
                     raise _FenceRejected
             return value
@@ -478,7 +484,8 @@ class Executor:
                     *_arguments(task, context, running.job), **running.job.kwargs
                 )
             duration = time.monotonic() - started
-            return Outcome(running, JobStatus.SUCCEEDED, to_json(value), duration=duration)
+            value = to_json(value, self.max_result_bytes)
+            return Outcome(running, JobStatus.SUCCEEDED, value, duration=duration)
         except BaseException as raised:
             error = raised
             if deadline.expired():
@@ -551,25 +558,53 @@ def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
         loop.close()
 
 
-#: Return values that are JSON as they are: returned without a round trip through the encoder.
-_PLAIN_JSON = frozenset({type(None), bool, int, str})
+#: Return values that are short JSON as they are: returned without a round trip through the
+#: encoder. Integers within 64 bits only: a huge one may not even encode (Python's limit on
+#: int-to-str digits), so it takes the measured way.
+_PLAIN_JSON = frozenset({type(None), bool})
+_INT_BOUND = 2**63
+#: Most JSON characters one character of a string can become (an astral one, as two \uXXXX).
+_JSON_CHARS_PER_CHAR = 12
 
 
-def to_json(value: Any) -> Any:
-    """Return a task's return value as plain JSON, or raise InvalidReturnValue."""
+def to_json(value: Any, limit: int) -> Any:
+    """Return a task's return value as plain JSON, or raise InvalidReturnValue.
+
+    Raises ResultTooLarge when its JSON text exceeds ``limit`` bytes (it is ASCII: the field
+    encodes with ``ensure_ascii``). Short strings and scalars are not encoded to be measured:
+    a string of n characters has at most 12 n + 2 characters of JSON.
+    """
     kind = type(value)
-    if kind in _PLAIN_JSON or (kind is float and math.isfinite(value)):
+    if kind is str:
+        if len(value) * _JSON_CHARS_PER_CHAR + 2 <= limit:
+            return value
+    elif kind in _PLAIN_JSON or (kind is float and math.isfinite(value)):
         return value  # what normalize_json() returns for them, and json.dumps() accepts
+    elif kind is int and -_INT_BOUND < value < _INT_BOUND:
+        return value
     try:
         normalized = normalize_json(value)
-        json.dumps(normalized, allow_nan=False)
+        size = len(json.dumps(normalized, allow_nan=False))
     except (TypeError, ValueError) as error:
         raise InvalidReturnValue(
             f"The task returned a {type(value).__qualname__}, which cannot be stored as JSON "
             f"({error}). Return None, a bool, a number, a string, or lists and dicts of them; "
             "the attempt is not retried, since running the task again would return the same."
         ) from error
+    if size > limit:
+        raise ResultTooLarge(too_large_message(size, limit))
     return normalized
+
+
+def too_large_message(size: int | None, limit: int) -> str:
+    """Say why a return value was not stored, and what to do instead."""
+    what = f"{size:,} bytes of JSON" if size is not None else "a value too large to store"
+    return (
+        f"The task returned {what}, more than the {limit:,} bytes a result may take "
+        "(SKIPQUEUE_MAX_RESULT_BYTES, bounded by the server's max_allowed_packet). Store large "
+        "results elsewhere (a file, object storage, a table) and return a reference to them; "
+        "the attempt is not retried, since running the task again would return the same."
+    )
 
 
 def _arguments(task: Task, context: JobContext, job: Job) -> list[Any]:

@@ -17,6 +17,7 @@ from django.db import Error, close_old_connections
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.context import resolve_task
+from django_skipqueue.db.outage import is_too_large
 from django_skipqueue.db.statements import (
     retry_whole_transaction,
     round_trip,
@@ -40,6 +41,7 @@ from django_skipqueue.worker.heartbeat import (
 )
 from django_skipqueue.worker.held import Holdings
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
+from django_skipqueue.worker.startup import bounded_results
 
 logger = logging.getLogger("django_skipqueue.worker")
 
@@ -131,6 +133,7 @@ class Worker:
         while not self.stopping.requested:
             try:
                 self.metrics.clock_offset = clock_offset(self.using)
+                self.executor.max_result_bytes = bounded_results(self.using)
                 self._register()
                 self._schedule_beat()
                 logger.info("worker started worker=%s wakeup=%s", self.owner, self.waker.address)
@@ -278,7 +281,9 @@ class Worker:
         """Write the unrecorded outcomes and claim from ``claim_from`` in one transaction.
 
         If the transaction fails, the outcomes stay unrecorded for the next turn; its commit
-        may have happened all the same, which the next write recognises.
+        may have happened all the same, which the next write recognises. If the server refused
+        the batch for its size, it is no outage: each outcome is written alone, at once, and
+        the claim waits for the next turn (recording.write_each).
         """
         batch = self.jobs.unrecorded
         if not self.jobs.must_write(batch):
@@ -295,11 +300,16 @@ class Worker:
 
         try:
             written, claimed = retry_whole_transaction(self.using, record_and_claim)
-        except Error:
+        except Error as error:
             self.jobs.fate_unknown(batch)
-            raise
+            if not is_too_large(error):
+                raise
+            written, claimed = self._write_each(batch), []
         self.jobs.written(batch, written)
         return claimed
+
+    def _write_each(self, batch: list[Outcome]) -> list[bool]:
+        return recording.write_each(batch, self.using, self.executor.max_result_bytes)
 
     def _claim_first(self, queue_name: str | None, wanted: int) -> list[Job]:
         return self.claimer.claim_from(queue_name, wanted) if queue_name else []

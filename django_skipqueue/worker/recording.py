@@ -8,22 +8,25 @@ with their own writes, inside the job (see executor.py).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, connections, transaction
 from django.utils import timezone
 
 from django_skipqueue import transitions, wakeup
 from django_skipqueue.compat import TaskResult, task_finished
 from django_skipqueue.context import build_result, resolve_task, task_for_job, update_result
+from django_skipqueue.db.outage import is_too_large
 from django_skipqueue.db.statements import retry_whole_transaction, short_transaction
-from django_skipqueue.exceptions import WorkerDied, WorkerStopped, message_record
+from django_skipqueue.exceptions import ResultTooLarge, WorkerDied, WorkerStopped, message_record
 from django_skipqueue.models import Job
 from django_skipqueue.queues import backend_class
 from django_skipqueue.states import JobStatus, Step, next_step, through_admission
-from django_skipqueue.worker.executor import REFUSED, RETRY, SNOOZED, Outcome
+from django_skipqueue.worker.executor import REFUSED, RETRY, SNOOZED, Outcome, too_large_message
 
 logger = logging.getLogger("django_skipqueue.outcomes")
 #: Job lines and task_finished receivers log as the worker, where operators look for them.
@@ -74,6 +77,53 @@ def write_later(outcomes: Sequence[Outcome]) -> Callable[[], list[bool]]:
         return [won[id(outcome)] for outcome in todo]
 
     return written
+
+
+def write_each(outcomes: Sequence[Outcome], using: str, limit: int) -> list[bool]:
+    """Write the unrecorded outcomes one transaction each, after their batch was too large.
+
+    A statement the server refused for its size (max_allowed_packet) belongs to the rows it
+    carried, not to the server: written alone, each row that fits is recorded, and a result
+    that still does not fit fails its job with ResultTooLarge (``limit``: the bound in force,
+    for the message). So one outcome cannot hold the others. Returns what :func:`write` does.
+    """
+    logger.warning(
+        "a batch of outcomes was too large for one statement, recorded one by one jobs=%s",
+        len(outcomes),
+    )
+    _drop_connection(using)  # the server closes a connection after a packet too large
+    return [_write_alone(outcome, using, limit) for outcome in outcomes if not outcome.recorded]
+
+
+def _write_alone(outcome: Outcome, using: str, limit: int) -> bool:
+    def one() -> bool:
+        with short_transaction(using):
+            return write([outcome])[0]
+
+    try:
+        return retry_whole_transaction(using, one)
+    except DatabaseError as error:
+        if not is_too_large(error) or outcome.status != JobStatus.SUCCEEDED:
+            raise
+    _drop_connection(using)
+    _fail_as_too_large(outcome, limit)
+    return retry_whole_transaction(using, one)
+
+
+def _fail_as_too_large(outcome: Outcome, limit: int) -> None:
+    """Turn a success whose result no statement can carry into a failure, not retried."""
+    size = len(json.dumps(outcome.return_value))
+    message = too_large_message(size, limit)
+    outcome.status = JobStatus.FAILED
+    outcome.return_value = None
+    outcome.retry_in = None
+    outcome.error = message_record(ResultTooLarge, message)
+    outcome.exception = ResultTooLarge(message)
+
+
+def _drop_connection(using: str) -> None:
+    with contextlib.suppress(DatabaseError):  # already gone
+        connections[using].close()
 
 
 def settle(outcomes: Sequence[Outcome], written: Sequence[bool]) -> None:

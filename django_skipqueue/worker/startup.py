@@ -18,7 +18,8 @@ from django.apps import apps
 from django.db import Error, connections
 from django.db.migrations.executor import MigrationExecutor
 
-from django_skipqueue.db.outage import outage
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.outage import is_access_denied, outage
 
 logger = logging.getLogger("django_skipqueue.supervisor")
 
@@ -28,8 +29,12 @@ MAX_WAIT_PAUSE = 5.0
 PROCESSES_PER_CORE = 4
 
 
-def wait_for_database(using: str) -> float:
-    """Connect to ``using``, retrying until the server answers; return the seconds waited."""
+def wait_for_database(using: str, *, give_up_if_denied: bool = False) -> float:
+    """Connect to ``using``, retrying until the server answers; return the seconds waited.
+
+    ``give_up_if_denied``: raise the error of a server that refuses the credentials rather
+    than wait for someone to fix them (``runworkers --burst``: a run that must end).
+    """
     began = time.monotonic()
     pause = 0.1
     connection = connections[using]
@@ -41,6 +46,8 @@ def wait_for_database(using: str) -> float:
         except Error as error:
             outage(using).failed(error)
             connection.close()
+            if give_up_if_denied and is_access_denied(error):
+                raise
         time.sleep(pause * random.uniform(0.5, 1))
         pause = min(MAX_WAIT_PAUSE, pause * 2)
 
@@ -114,3 +121,54 @@ def max_connections(using: str) -> int | None:
     with connection.cursor() as cursor:
         cursor.execute(sql)
         return int(cursor.fetchone()[0])
+
+
+#: What a statement that carries a result needs besides it (the rest of the UPDATE), in bytes.
+PACKET_MARGIN = 64 * 1024
+
+
+def max_allowed_packet(using: str) -> int | None:
+    """Return the server's ``max_allowed_packet``; None where there is no such limit."""
+    connection = connections[using]
+    if connection.vendor != "mysql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@max_allowed_packet")
+        return int(cursor.fetchone()[0])
+
+
+def result_bound(limit: int, packet: int | None) -> int:
+    """Return the largest result, in bytes of JSON, that one statement can carry.
+
+    ``limit`` is SKIPQUEUE_MAX_RESULT_BYTES and ``packet`` the server's max_allowed_packet:
+    in the statement's text, a byte of JSON may take two (a quote or a backslash, escaped).
+    """
+    if packet is None:
+        return limit
+    return max(1, min(limit, (packet - PACKET_MARGIN) // 2))
+
+
+def bounded_results(using: str) -> int:
+    """Return the result bound in force on ``using``: the setting, lowered to fit the server.
+
+    The packet limit is kept on this thread's connection too: its pipelined statements
+    (db/statements.py) are refused before they are sent when larger, instead of losing the
+    connection (a batch of results may be, each of them within the bound).
+    """
+    packet = max_allowed_packet(using)
+    connections[using].skipqueue_max_packet = packet  # type: ignore[attr-defined]
+    return result_bound(get_settings().MAX_RESULT_BYTES, packet)
+
+
+def result_bound_problem(using: str) -> str | None:
+    """Say so when SKIPQUEUE_MAX_RESULT_BYTES exceeds what the server lets a statement carry."""
+    limit = get_settings().MAX_RESULT_BYTES
+    packet = max_allowed_packet(using)
+    bound = result_bound(limit, packet)
+    if bound >= limit:
+        return None
+    return (
+        f"SKIPQUEUE_MAX_RESULT_BYTES ({limit:,}) is more than one statement can carry under "
+        f"the max_allowed_packet ({packet:,}) of database {using!r}: results are bounded at "
+        f"{bound:,} bytes. Lower the setting or raise max_allowed_packet on the server."
+    )

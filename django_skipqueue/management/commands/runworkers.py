@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import Error
 
 from django_skipqueue.backend import QUEUE_NAME_PATTERN, SkipQueueBackend
 from django_skipqueue.conf import get_settings
+from django_skipqueue.db.outage import explain
 from django_skipqueue.management.arguments import (
     add_backend,
     backend_named,
@@ -29,7 +31,12 @@ from django_skipqueue.management.arguments import (
 )
 from django_skipqueue.worker.options import WorkerOptions
 from django_skipqueue.worker.owner import owner_id
-from django_skipqueue.worker.startup import pool_size, unapplied_migrations, wait_for_database
+from django_skipqueue.worker.startup import (
+    pool_size,
+    result_bound_problem,
+    unapplied_migrations,
+    wait_for_database,
+)
 from django_skipqueue.worker.supervisor import Supervisor, default_maintenance
 
 if TYPE_CHECKING:
@@ -149,7 +156,11 @@ class Command(BaseCommand):
     def execute(self, *args: Any, **options: Any) -> Any:
         """Wait for the queue's database, then run the system checks and the command."""
         self._configure_logging(options["verbosity"])
-        wait_for_database(backend_named(options["backend"]).database)
+        using = backend_named(options["backend"]).database
+        try:
+            wait_for_database(using, give_up_if_denied=options["burst"])
+        except Error as error:  # refused credentials: a burst run ends, non-zero
+            raise CommandError(explain(using, error)) from error
         return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -157,6 +168,8 @@ class Command(BaseCommand):
         worker_options = self._worker_options(options)
         self._check_migrated(worker_options.database)
         self._check_pool(options, worker_options.database)
+        if problem := result_bound_problem(worker_options.database):
+            logging.getLogger("django_skipqueue.supervisor").warning("%s", problem)
         endpoint = self._metrics_endpoint(options["metrics_port"], options["metrics_host"])
         owner = owner_id()
         supervisor = Supervisor(

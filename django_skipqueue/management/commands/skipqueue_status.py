@@ -6,8 +6,10 @@ import json
 from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from django.db import Error, connections
 
+from django_skipqueue.db.outage import explain
 from django_skipqueue.durations import format_seconds
 from django_skipqueue.flow.status import KeyLine, flow_status
 from django_skipqueue.management.arguments import add_backend, backend_named, int_between
@@ -51,6 +53,16 @@ class Command(BaseCommand):
             help="Window of throughput and latency, 1-60 minutes (default: %(default)r).",
         )
         add_backend(parser, "Task backend to show")
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        """Say in one line that the database cannot be reached (exit status 1), not in a
+        traceback: Django's own checks, which run first, would connect and raise."""
+        using = backend_named(options["backend"]).database
+        try:
+            connections[using].ensure_connection()
+            return super().execute(*args, **options)
+        except Error as error:
+            raise CommandError(explain(using, error)) from error
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = backend_named(options["backend"])
