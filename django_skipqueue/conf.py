@@ -41,7 +41,7 @@ class SkipQueueSettings:
     MAX_TRACEBACK_CHARS: int = 20_000
 
     #: Modules or packages (dotted names) a stored task path may import besides the packages
-    #: of installed apps and the settings module's top-level package (django_skipqueue.taskpaths).
+    #: of installed apps and the settings module's top-level package (see context.resolve_task).
     TASK_MODULES: tuple[str, ...] = ()
 
     # Workers (runworkers).

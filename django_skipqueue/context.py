@@ -21,24 +21,45 @@ Code that may run on other backends too can ask :func:`is_cancel_requested` inst
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
 from collections.abc import Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from django.apps import apps
+from django.conf import settings
+
 from django_skipqueue.compat import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
+from django_skipqueue.conf import get_settings
 from django_skipqueue.exceptions import JobCancelled, TaskNotFound
 from django_skipqueue.states import JobStatus
-from django_skipqueue.taskpaths import RENAMED, import_project_module
 
 if TYPE_CHECKING:
     from django_skipqueue.models import Job
 
 # The Task a stored path names.
+#
+# A job row, a schedule or a batch callback names its task by dotted path. Importing a module
+# runs it (``this`` prints the Zen of Python, ``antigravity`` opens a browser) before anything
+# could check that the path names a Task, so a path is looked up only in a module that is
+# imported already (every module that defines a task is, once its task exists; looking in it
+# runs no code) or that is one of the project's own: inside the package of an installed app
+# (``AppConfig.name``), inside the top-level package of the settings module (the project
+# package ``startproject`` makes), or inside a module or package SKIPQUEUE_TASK_MODULES lists.
+# The check comes before ``importlib``, which imports each parent package first.
 
 _resolved: dict[str, Task] = {}
+
+#: Said when a stored path names no Task: the likely causes and the way out.
+RENAMED = (
+    " Renamed or removed? A job keeps the path it was enqueued with: keep the old name as an "
+    "alias (old_name = new_name) until its jobs are done, or deploy workers with the code "
+    "that defines it, then retry the failed job."
+)
 
 
 def resolve_task(path: str) -> Task:
@@ -46,8 +67,8 @@ def resolve_task(path: str) -> Task:
 
     Rows are data: a path that names anything other than a Task (``os.system``, say) is
     refused before it could be called, and a module outside the project's packages (``this``)
-    before it could be imported (see :mod:`django_skipqueue.taskpaths`). A path is resolved
-    once per process; after that it costs a dict lookup.
+    before it could be imported. A path is resolved once per process; after that it costs a
+    dict lookup.
     """
     task = _resolved.get(path)
     if task is None:
@@ -59,8 +80,7 @@ def _import_task(path: str) -> Task:
     module_name, _, attribute = path.rpartition(".")
     if not module_name or not all(part.isidentifier() for part in path.split(".")):
         raise TaskNotFound(f"{path!r} is not a dotted path to a module-level Task.")
-    # Looking in a module imported already runs no code; every task's own module is one.
-    module = sys.modules.get(module_name) or import_project_module(path, module_name)
+    module = sys.modules.get(module_name) or _import_project_module(path, module_name)
     candidate = vars(module).get(attribute)
     if candidate is None:
         raise TaskNotFound(f"{path!r} names nothing, not a Task.{RENAMED}")
@@ -68,6 +88,45 @@ def _import_task(path: str) -> Task:
         kind = type(candidate).__qualname__
         raise TaskNotFound(f"{path!r} names a {kind}, not a Task; refusing to run it.")
     return candidate
+
+
+def _import_project_module(path: str, module_name: str) -> ModuleType:
+    """Import the module of task ``path`` if it is one of the project's own, else refuse it."""
+    if not is_project_module(module_name):
+        raise TaskNotFound(
+            f"Task path {path!r} is outside the project's packages: module {module_name!r} "
+            "is not in an installed app, the settings module's package or "
+            "SKIPQUEUE_TASK_MODULES, so it was not imported (importing runs its code). A task "
+            "defined in another package: list that package in SKIPQUEUE_TASK_MODULES."
+        )
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as error:
+        raise TaskNotFound(
+            f"Cannot import the module of task {path!r}: {error}.{RENAMED}"
+        ) from error
+
+
+def is_project_module(module_name: str) -> bool:
+    """Tell whether a module lies in one of the packages task paths may import."""
+    return any(
+        module_name == package or module_name.startswith(f"{package}.")
+        for package in task_packages()
+    )
+
+
+def task_packages() -> list[str]:
+    """Installed apps' packages, the settings module's top-level package, SKIPQUEUE_TASK_MODULES.
+
+    Read again for each path not resolved yet (once per path and process), so that it follows
+    ``override_settings`` in tests.
+    """
+    packages = [config.name for config in apps.get_app_configs()]
+    settings_module = getattr(settings, "SETTINGS_MODULE", None) or ""
+    if "." in settings_module:
+        packages.append(settings_module.partition(".")[0])
+    packages.extend(get_settings().TASK_MODULES)
+    return packages
 
 
 # The TaskResult a row describes.

@@ -71,8 +71,9 @@ if env.str("REPLICA_DATABASE_URL", default=""):
     # A replica of the default database, watched by skipqueue_purge --replica replica.
     DATABASES["replica"] = env.db("REPLICA_DATABASE_URL")
 
-# The test suite's tasks live in tests/, which is no app: workers may import task paths there.
-SKIPQUEUE_TASK_MODULES = ["tests"]
+# The tasks of the test suite and of the benchmarks live in packages that are no app: workers
+# may import task paths there (docs/reference/settings.md).
+SKIPQUEUE_TASK_MODULES = ["tests", "benchmarks"]
 
 TASKS = {
     "default": {

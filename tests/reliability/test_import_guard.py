@@ -16,10 +16,9 @@ import sys
 import pytest
 from django.test import override_settings
 
-from django_skipqueue.context import resolve_task
+from django_skipqueue.context import resolve_task, task_packages
 from django_skipqueue.exceptions import TaskNotFound
 from django_skipqueue.models import Job
-from django_skipqueue.taskpaths import task_packages
 from django_skipqueue.workflows import batch, chain, step
 from django_skipqueue.workflows.models import Batch
 from tests.reliability.procs import Supervisor
