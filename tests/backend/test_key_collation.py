@@ -9,11 +9,14 @@ run there to keep it so.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
 from django.db import connection
 from django.utils import timezone
 
 from django_skipqueue.models import FlowKey, Job, JobArchive, JobStatus
+from tests.support.admin import changelist_url, make_job
 from tests.support.tasks import export_for, sync_account
 
 pytestmark = pytest.mark.django_db
@@ -70,6 +73,17 @@ def test_every_key_column_stores_and_finds_distinct_keys(pair):
     for key in pair:
         assert FlowKey.objects.get(key=key).key == key
         assert JobArchive.objects.get(idempotency_key=key).idempotency_key == key
+
+
+@pytest.mark.parametrize(
+    "pair", [("Order-A", "order-a"), ("café", "cafe")], ids=["case", "accent"]
+)
+def test_the_admin_search_finds_a_key_as_typed_and_no_other(admin_client, pair):
+    """Exact, as the key is in the code: a search for one key lists its jobs only."""
+    jobs = {key: make_job(JobStatus.READY, idempotency_key=key) for key in pair}
+    for key in pair:
+        response = admin_client.get(changelist_url(f"q=key:{quote(key)}"))
+        assert [job.pk for job in response.context["cl"].result_list] == [jobs[key].pk]
 
 
 KEY_COLUMNS = {
