@@ -3,10 +3,10 @@
 The suite runs against MariaDB; MySQL's path differs in one name only, the collation. These
 tests make the MariaDB connection answer as MySQL (``mysql_is_mariadb`` False) and generate
 the migrations' SQL (``sqlmigrate``, nothing executed), then check the emitted DDL names
-``utf8mb4_0900_bin``: the binary, NO PAD utf8mb4 collation that the MySQL 8.0 reference
-manual (10.10.1 "Unicode Character Sets", available from 8.0.17) documents, unlike MySQL's
-``utf8mb4_bin``, which is PAD SPACE. On MariaDB the same DDL is run for real by the test
-database's migrations and checked in test_key_collation.py.
+``utf8mb4_0900_bin``: the binary, NO PAD utf8mb4 collation that MySQL documents (release notes
+of 8.0.17, where it was added, and worklog WL#13054 "Add utf8mb4 binary no-pad collation"),
+unlike MySQL's ``utf8mb4_bin``, which is PAD SPACE. On MariaDB the same DDL is run for real by
+the test database's migrations and checked in test_key_collation.py.
 """
 
 from __future__ import annotations
