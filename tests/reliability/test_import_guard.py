@@ -19,6 +19,7 @@ from django.test import override_settings
 from django_skipqueue.context import resolve_task, task_packages
 from django_skipqueue.exceptions import TaskNotFound
 from django_skipqueue.models import Job
+from django_skipqueue.setting_checks import check_settings
 from django_skipqueue.workflows import batch, chain, step
 from django_skipqueue.workflows.models import Batch
 from tests.reliability.procs import Supervisor
@@ -134,3 +135,16 @@ def test_a_package_listed_in_the_setting_is_imported(tmp_path):
         sys.path.remove(str(tmp_path))
         for name in ("shared_jobs.jobs", "shared_jobs"):
             sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("value", ["tests", ["tests", "bad name"], ["tests."], [None]])
+def test_the_setting_must_list_dotted_module_names(value):
+    with override_settings(SKIPQUEUE_TASK_MODULES=value):
+        errors = [error for error in check_settings() if "TASK_MODULES" in error.msg]
+    assert [error.id for error in errors] == ["django_skipqueue.E008"]
+    assert "must be a list of dotted module names" in errors[0].msg
+
+
+def test_a_list_of_dotted_names_passes():
+    with override_settings(SKIPQUEUE_TASK_MODULES=("tests", "shared.jobs")):
+        assert not [error for error in check_settings() if "TASK_MODULES" in error.msg]
