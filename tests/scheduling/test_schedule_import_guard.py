@@ -25,6 +25,7 @@ from tests.support.hostile_modules import HOSTILE_PATHS, ZEN, plant, planted
 
 REFUSED = "outside the project's packages"
 ADD = "admin:skipqueue_scheduling_schedule_add"
+CHANGELIST = "admin:skipqueue_scheduling_schedule_changelist"
 ECHO = "tests.support.tasks.echo"
 
 
@@ -48,6 +49,21 @@ def test_the_admin_form_refuses_the_path_without_importing(admin_client, tmp_pat
         assert REFUSED in " ".join(errors.get("task_path", [])), errors
     assert ZEN not in capfd.readouterr().out
     assert not Schedule.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", HOSTILE_PATHS)
+def test_run_now_in_the_admin_refuses_a_stored_path_without_importing(admin_client, tmp_path,
+                                                                      path):  # fmt: skip
+    schedule = Schedule.objects.create(name="zen", task_path=path, interval_seconds=60)
+    action = {"action": "run_now", "_selected_action": [schedule.pk]}
+    with planted(tmp_path) as marker:
+        response = admin_client.post(reverse(CHANGELIST), action, follow=True)
+        assert not marker.exists()
+        assert path.partition(".")[0] not in sys.modules
+    said = [str(message) for message in response.context["messages"]]
+    assert any(REFUSED in message for message in said), said
+    assert not Job.objects.exists()
 
 
 @pytest.mark.parametrize("path", HOSTILE_PATHS)
