@@ -54,6 +54,7 @@ from django_skipqueue.states import (
     retry_after,
 )
 from django_skipqueue.tasks import retry_policy
+from django_skipqueue.worker.started import StartedLog
 
 logger = logging.getLogger("django_skipqueue.worker")
 
@@ -100,6 +101,8 @@ class Running:
     begun: bool = False
     #: Set just before its outcome is handed to the main loop: it no longer runs.
     ended: bool = False
+    #: Its slot in the process's StartedLog (None: no log, or none was free).
+    slot: int | None = None
 
 
 @dataclass(eq=False)
@@ -286,6 +289,8 @@ class Executor:
         self._refused_at = -REFUSAL_MEMORY
         #: Per task function: whether it is a coroutine function.
         self._coroutines: dict[Callable[..., Any], bool] = {}
+        #: Where a job's start is noted for the supervisor (None: run without one).
+        self.started: StartedLog | None = None
         #: Largest JSON return value, in bytes (the worker lowers it at start-up if the
         #: server's max_allowed_packet could not carry it: see startup.result_bound).
         self.max_result_bytes = get_settings().MAX_RESULT_BYTES
@@ -493,6 +498,8 @@ class Executor:
             return failure(running, task, error, started)
 
     def _start(self, running: Running, task: Task) -> JobContext:
+        if self.started is not None:  # before the task runs: it may kill this process
+            self.started.mark(running.slot, running.job.pk)
         running.started_at = time.monotonic()
         current_job.set(running.job)
         job = running.job

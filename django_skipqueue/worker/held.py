@@ -17,6 +17,7 @@ from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.states import JobStatus
 from django_skipqueue.worker import recording
 from django_skipqueue.worker.executor import REFUSED, RETRY, SNOOZED, Outcome, Running
+from django_skipqueue.worker.started import StartedLog
 
 logger = logging.getLogger("django_skipqueue.worker")
 #: The metrics counter of each way an attempt ends (a cancellation has none).
@@ -46,6 +47,8 @@ class Holdings:
         self.unrecorded_since = 0.0
         #: Told the duration of every attempt that ran, as its outcome is collected.
         self.observe: Callable[[float], None] | None = None
+        #: Which held jobs started, for the supervisor if this process dies (started.py).
+        self.started: StartedLog | None = None
 
     def __len__(self) -> int:
         """Slots in use: held jobs and threads still stuck in timed-out jobs."""
@@ -57,7 +60,16 @@ class Holdings:
 
     def hold(self, job: Job) -> Running:
         running = self.held[job.pk] = Running(job)
+        if self.started is not None:
+            running.slot = self.started.take()
         return running
+
+    def _let_go(self, runnings: list[Running]) -> None:
+        """Free the StartedLog slots of jobs whose outcome is written or that went back."""
+        if self.started is not None:
+            for running in runnings:
+                self.started.give(running.slot)
+                running.slot = None
 
     def on_done(self, running: Running, outcome: Outcome) -> None:
         """Take an outcome from a job's thread (any thread)."""
@@ -122,6 +134,7 @@ class Holdings:
         for outcome in batch:
             self.held.pop(outcome.job.pk, None)
             self._account(outcome)
+        self._let_go([outcome.running for outcome in batch])
 
     def _account(self, outcome: Outcome) -> None:
         queue_name = outcome.job.queue_name
@@ -225,11 +238,13 @@ class Holdings:
         self.unstarted.extend(taken)
         released = recording.release([running.job for running in taken], self.using)
         del self.unstarted[-len(taken) :]
+        self._let_go(taken)
         return released
 
     def give_back_unstarted(self) -> int:
         """Give back the jobs :meth:`unstart` took off the executor; return how many."""
         released = recording.release([running.job for running in self.unstarted], self.using)
+        self._let_go(self.unstarted)
         self.unstarted.clear()
         return released
 
@@ -244,6 +259,7 @@ class Holdings:
         started = [running.job for running in self.held.values()]
         released = recording.release(never_started, self.using)
         interrupted = recording.interrupt(started, self.using, reason)
+        self._let_go([*self.unstarted, *self.held.values()])
         self.held.clear()
         self.unstarted.clear()
         return released, interrupted

@@ -41,6 +41,7 @@ from django_skipqueue.worker.heartbeat import (
 )
 from django_skipqueue.worker.held import Holdings
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
+from django_skipqueue.worker.started import StartedLog
 from django_skipqueue.worker.startup import bounded_results
 
 logger = logging.getLogger("django_skipqueue.worker")
@@ -76,6 +77,7 @@ class Worker:
         owner: str,
         supervisor: str | None = None,
         parent_pid: int | None = None,
+        started: StartedLog | None = None,
     ) -> None:
         self.options = options
         self.owner = owner
@@ -91,6 +93,8 @@ class Worker:
         self.metrics = Metrics()
         self.jobs = Holdings(owner, self.using, options.backend, self.metrics)
         self.executor = Executor(options.threads, options.backend, self.using, self._on_done)
+        # Which held jobs began, for the supervisor should this process die (started.py).
+        self.jobs.started = self.executor.started = started
         self.claimer = Claimer(options, owner, self.metrics)
         self.prefetch = Prefetch(options.threads, options.prefetch, options.prefetch_max_wait)
         self.jobs.observe = self.prefetch.observe

@@ -22,11 +22,12 @@ from django_skipqueue.compat import TaskResult, task_finished
 from django_skipqueue.context import build_result, resolve_task, task_for_job, update_result
 from django_skipqueue.db.outage import is_too_large
 from django_skipqueue.db.statements import retry_whole_transaction, short_transaction
-from django_skipqueue.exceptions import ResultTooLarge, WorkerDied, WorkerStopped, message_record
+from django_skipqueue.exceptions import ResultTooLarge, WorkerStopped, message_record
 from django_skipqueue.models import Job
 from django_skipqueue.queues import backend_class
-from django_skipqueue.states import JobStatus, Step, next_step, through_admission
+from django_skipqueue.states import JobStatus, through_admission
 from django_skipqueue.worker.executor import REFUSED, RETRY, SNOOZED, Outcome, too_large_message
+from django_skipqueue.worker.reclaim import reclaim as reclaim  # its old home
 
 logger = logging.getLogger("django_skipqueue.outcomes")
 #: Job lines and task_finished receivers log as the worker, where operators look for them.
@@ -276,46 +277,6 @@ def _stopped(job: Job, reason: str) -> dict[str, str]:
     return message_record(
         WorkerStopped,
         f"Worker {job.owner} stopped ({reason}) during attempt {job.attempts}.",
-    )
-
-
-def reclaim(owner: str, using: str, reason: str) -> list[Job]:
-    """Take back every job a dead worker process held; return the jobs taken.
-
-    The attempt it was running is spent (the job may be what killed it), so a job that
-    keeps killing its process ends ``failed`` after ``max_attempts``; the others are ready
-    again at once (a backoff of 0). Each UPDATE is fenced on the dead owner and its attempt.
-    """
-    held = list(Job.objects.using(using).held_by(owner))
-    steps = {
-        # A job of a flow key waits for its key's admission (21), which wakes its queue.
-        job.pk: through_admission(next_step(job.attempts, job.max_attempts, 0), job.flow_key)
-        for job in held
-    }
-    taken = [job for job in held if _reclaim_one(job, reason, steps[job.pk])]
-    wakeup.after_commit(
-        using, {job.queue_name for job in taken if steps[job.pk].status == JobStatus.READY}
-    )
-    for job in taken:
-        logger.warning(
-            "job=%s task=%s queue=%s attempt=%s status=%s worker=%s reason=%s",
-            job.pk,
-            job.task_path,
-            job.queue_name,
-            job.attempts,
-            steps[job.pk].status,
-            owner,
-            reason,
-        )
-    return taken
-
-
-def _reclaim_one(job: Job, reason: str, step: Step) -> bool:
-    error = message_record(
-        WorkerDied, f"Worker {job.owner} died ({reason}) during attempt {job.attempts}."
-    )
-    return retry_whole_transaction(
-        job._state.db or "default", lambda: transitions.end_attempt(job, error, step)
     )
 
 

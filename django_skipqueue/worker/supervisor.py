@@ -29,9 +29,11 @@ from django_skipqueue.models.worker import WorkerRole
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.wakeup import IMMEDIATE, STOP_SIGNALS, Stopping, Waker
 from django_skipqueue.worker import heartbeat, recording
+from django_skipqueue.worker.claimer import MAX_AUTO_PREFETCH
 from django_skipqueue.worker.loop import Worker
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
 from django_skipqueue.worker.owner import new_token, owner_id
+from django_skipqueue.worker.started import StartedLog, log_size
 
 if TYPE_CHECKING:
     from django_skipqueue.monitoring.exporter import Endpoint
@@ -73,12 +75,14 @@ def default_maintenance(using: str, runner: str) -> MaintenanceLoop | None:
 
 @dataclass
 class Child:
-    """A forked worker process: its slot (for restarts), pid, owner id and start time."""
+    """A forked worker process: its slot (for restarts), pid, owner id and start time, and
+    the memory where it notes which held jobs started (None: the relay child)."""
 
     slot: int
     pid: int
     owner: str
     born: float
+    started: StartedLog | None = None
 
 
 class Supervisor:
@@ -111,6 +115,9 @@ class Supervisor:
         self.dead: list[tuple[str, str]] = []
         #: Dead workers to look at once more (see RECHECK_AFTER): owner -> (reason, when).
         self.rechecks: dict[str, tuple[str, float]] = {}
+        #: Per dead worker, the ids of the held jobs that had started (they spend their
+        #: attempt, the others go back unspent); absent or None: not known, all spend it.
+        self.started: dict[str, frozenset[int] | None] = {}
         self.stopping = Stopping(self.waker.poke)
         self.spawned = self.killed = 0
         self.next_beat_at = 0.0
@@ -174,16 +181,23 @@ class Supervisor:
 
     def _spawn(self, slot: int) -> None:
         token = new_token()
+        relay = self.relay is not None and slot == self.processes
+        started = None if relay else self._started_log()
         connections.close_all()  # a child must never share the parent's database socket
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            self._child(token, slot)
-        self.children[pid] = Child(slot, pid, owner_id(token, pid=pid), time.monotonic())
+            self._child(token, slot, started)
+        owner = owner_id(token, pid=pid)
+        self.children[pid] = Child(slot, pid, owner, time.monotonic(), started)
         self.spawned += 1
 
-    def _child(self, token: str, slot: int) -> NoReturn:
+    def _started_log(self) -> StartedLog:
+        options = self.options
+        return StartedLog(log_size(options.threads, options.prefetch, MAX_AUTO_PREFETCH))
+
+    def _child(self, token: str, slot: int, started: StartedLog | None) -> NoReturn:
         code = 1
         try:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -202,6 +216,7 @@ class Supervisor:
                     owner=owner_id(token),
                     supervisor=self.owner,
                     parent_pid=os.getppid(),
+                    started=started,
                 )
                 worker.stopping.signals = signals
                 code = worker.run()
@@ -235,6 +250,7 @@ class Supervisor:
         if self.endpoint is not None:
             self.endpoint.process_died(child.pid)
         reason = f"exit {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
+        self.started[child.owner] = _started_jobs(child)
         self.dead.append((child.owner, reason))
         lived = time.monotonic() - child.born
         if self.stopping.requested or (code == 0 and self.options.burst):
@@ -255,7 +271,8 @@ class Supervisor:
         """Take back what dead workers held, at once (retried while the database is down)."""
         while self.dead:
             owner, reason = self.dead[0]
-            taken = self._database(partial(recording.reclaim, owner, self.using, reason))
+            started = self.started.get(owner)
+            taken = self._database(partial(recording.reclaim, owner, self.using, reason, started))
             if taken is None:
                 return
             for job in taken:
@@ -264,7 +281,9 @@ class Supervisor:
                     self.metrics.exporter.reclaim(job.queue_name, job.task_path)
             self._database(partial(heartbeat.mark_stopped, owner, self.using))
             self.dead.pop(0)
-            if not reason.endswith(RECHECKED):
+            if reason.endswith(RECHECKED):
+                self.started.pop(owner, None)
+            else:
                 self.rechecks[owner] = (reason, time.monotonic() + RECHECK_AFTER)
 
     def _recheck(self, *, final: bool = False) -> bool:
@@ -368,3 +387,14 @@ class Supervisor:
             finished / elapsed if elapsed else 0,
             " ".join(f"{k}={v}" for k, v in totals.items()),
         )
+
+
+def _started_jobs(child: Child) -> frozenset[int] | None:
+    """Read which of a dead child's held jobs had started, then unmap its log."""
+    log = child.started
+    if log is None:
+        return None
+    try:
+        return log.started()
+    finally:
+        log.close()
