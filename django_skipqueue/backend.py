@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 # must load without django_skipqueue in INSTALLED_APPS, so that the backend can say to add it
 # where importing the models would raise an error about an internal model.
 
-QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+#: A valid queue name. ``\Z``, not ``$``, which matches before a final newline too: "default\n"
+#: was valid. Use ``fullmatch``.
+QUEUE_NAME_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}\Z")
 #: What unique_while may name.
 _STATUS_VALUES = frozenset(status.value for status in JobStatus)
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
@@ -83,7 +85,7 @@ class SkipQueueBackend(BaseTaskBackend):
 
     def validate_task(self, task: Task) -> None:
         """Refuse a Task this backend cannot store or run, with a specific error."""
-        if not QUEUE_NAME_PATTERN.match(task.queue_name):
+        if not QUEUE_NAME_PATTERN.fullmatch(task.queue_name):
             raise InvalidQueueName(
                 f"Queue name {task.queue_name!r} is invalid: use 1-64 letters, digits, "
                 "'_', '.', ':' or '-', starting with a letter or digit."

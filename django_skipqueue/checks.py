@@ -122,7 +122,7 @@ def check_queue_names(backend: SkipQueueBackend) -> list[CheckMessage]:
             id="django_skipqueue.E004",
         )
         for name in backend.queue_names
-        if not QUEUE_NAME_PATTERN.match(name)
+        if not QUEUE_NAME_PATTERN.fullmatch(name)
     ]
 
 

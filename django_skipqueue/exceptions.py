@@ -40,6 +40,11 @@ class PayloadTooLarge(InvalidPayload):
     """The task's serialised arguments exceed the configured size limit."""
 
 
+class InvalidStoredPayload(InvalidPayload):
+    """Recorded as the error of a job whose stored args are not a JSON array or whose kwargs
+    are not a JSON object (a row written behind the backend's back); not retried."""
+
+
 class InvalidQueueName(InvalidTask):
     """The queue name is not a valid queue identifier."""
 

@@ -59,7 +59,7 @@ def check_queue(alias: str, queue_name: str) -> None:
     from .backend import QUEUE_NAME_PATTERN
 
     names = queue_names(alias)
-    if not names and QUEUE_NAME_PATTERN.match(queue_name):
+    if not names and QUEUE_NAME_PATTERN.fullmatch(queue_name):
         return
     if queue_name not in names:
         raise InvalidQueueName(

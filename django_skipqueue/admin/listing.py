@@ -35,7 +35,7 @@ TASK_SCAN_WINDOW = 100_000
 #: time between building a job and inserting it). The date filter widens its id range by it.
 ENQUEUE_SKEW = timedelta(minutes=5)
 #: A dotted Python path: what a task path search looks like.
-DOTTED_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+DOTTED_PATH = re.compile(r"\A[A-Za-z_]\w*(\.[A-Za-z_]\w*)+\Z")
 
 
 class CappedPaginator(Paginator):
@@ -194,9 +194,10 @@ def search_jobs(queryset: JobQuery, term: str) -> JobQuery:
         return queryset.filter(pk__in=ids_with_key(queryset, term.removeprefix("key:").strip()))
     ids = ids_with_key(queryset, term)
     number = term.removeprefix("#")
-    if number.isdigit() and len(number) < 19:
+    # ASCII digits only: "²" is a digit to isdigit() and not to int().
+    if number.isascii() and number.isdigit() and len(number) < 19:
         ids.append(int(number))
-    if DOTTED_PATH.match(term):
+    if DOTTED_PATH.fullmatch(term):
         return queryset.filter(pk__in=ids) | newest_jobs(queryset).filter(
             task_path__startswith=term
         )

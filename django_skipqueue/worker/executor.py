@@ -31,8 +31,8 @@ from django_skipqueue.context import JobContext, build_result, current_job, task
 from django_skipqueue.db.outage import TOO_MANY_CONNECTIONS
 from django_skipqueue.db.statements import dropped_by_server, retry_whole_transaction
 from django_skipqueue.exceptions import (
-    InvalidPayload,
     InvalidReturnValue,
+    InvalidStoredPayload,
     JobCancelled,
     JobTimedOut,
     ResultTooLarge,
@@ -71,7 +71,7 @@ SNOOZED = "snoozed"
 
 #: Errors that running the task again cannot fix: the job fails at once, attempts left or not.
 #: A task path this worker cannot import is one (see docs/reference/workers.md, "Retries").
-NOT_RETRIED = (TaskNotFound, InvalidReturnValue)
+NOT_RETRIED = (TaskNotFound, InvalidReturnValue, InvalidStoredPayload)
 
 
 @dataclass(eq=False)
@@ -618,9 +618,10 @@ def _arguments(task: Task, context: JobContext, job: Job) -> list[Any]:
     # A row written behind the backend's back must not run with arguments nobody gave it
     # (list() of an object would pass its keys).
     if not isinstance(job.args, list) or not isinstance(job.kwargs, dict):
-        raise InvalidPayload(
+        raise InvalidStoredPayload(
             f"Job {job.pk} has args of type {type(job.args).__name__} and kwargs of type "
-            f"{type(job.kwargs).__name__}: a JSON array and a JSON object are expected."
+            f"{type(job.kwargs).__name__}: a JSON array and a JSON object are expected. Not "
+            "retried: the row was written behind the backend's back and stays as it is."
         )
     return [context, *job.args] if task.takes_context else list(job.args)
 

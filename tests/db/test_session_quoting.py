@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.mysql]
 
 PREFIX = "tests.support.flow_tasks.limited:customer:"
 #: Each breaks out of a string quoted in one sql_mode and read in the other.
-HOSTILE = ["x', 1, 0) -- ", "x\\', 1, 0) -- ", "表'\\\n\x00\x1a\"%s"]
+HOSTILE = ["x', 1, 0) -- ", "x\\', 1, 0) -- ", "表'\\\n\r\x1a\"%s"]  # (arguments hold no NUL)
 
 
 def _set_backslash_escapes(on: bool) -> None:

@@ -234,7 +234,7 @@ class Command(BaseCommand):
             unknown = [name for name in queues if name not in backend.queue_names]
             known = f"its QUEUES are {', '.join(backend.queue_names)}"
         else:
-            unknown = [name for name in queues if not QUEUE_NAME_PATTERN.match(name)]
+            unknown = [name for name in queues if not QUEUE_NAME_PATTERN.fullmatch(name)]
             known = "its QUEUES are [] (any valid queue name)"
         if unknown:
             raise CommandError(
