@@ -17,7 +17,7 @@ from django.db import Error, close_old_connections
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.context import resolve_task
-from django_skipqueue.db.outage import is_too_large
+from django_skipqueue.db.outage import is_access_denied, is_too_large
 from django_skipqueue.db.statements import (
     retry_whole_transaction,
     round_trip,
@@ -40,7 +40,7 @@ from django_skipqueue.worker.heartbeat import (
     resident_megabytes,
 )
 from django_skipqueue.worker.held import Holdings
-from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
+from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, REFUSED_EXIT_CODE, WorkerOptions
 from django_skipqueue.worker.started import StartedLog
 from django_skipqueue.worker.startup import bounded_results
 
@@ -430,6 +430,10 @@ class Worker:
         if self.metrics.exporter is not None:
             self.metrics.exporter.database_error("worker")
         delay = self.db_backoff.failed(error)
+        if self.options.burst and is_access_denied(error):  # a burst run must end
+            self._request_stop(IMMEDIATE, "database refused the credentials")
+            self.stopping.exit_code = REFUSED_EXIT_CODE  # an immediate stop keeps 0 otherwise
+            return
         self.reconcile = True
         self.waker.wait(delay, listen=False)
 
@@ -469,8 +473,11 @@ class Worker:
             heartbeat.mark_stopped(self.owner, self.using)
             if self.metrics.exporter is not None:
                 self.metrics.exporter.flush()
-        except Error:
-            logger.exception("could not record the final state worker=%s", self.owner)
+        except Error as error:
+            if is_access_denied(error):  # said once already, by the outage log
+                logger.warning("could not record the final state worker=%s", self.owner)
+            else:
+                logger.exception("could not record the final state worker=%s", self.owner)
         self.executor.shutdown()
         totals = self.metrics.totals
         logger.info(

@@ -8,6 +8,9 @@ from django_skipqueue.conf import get_settings
 
 #: A worker exits with this code to be replaced at once (max jobs, memory, a timed-out job).
 RECYCLE_EXIT_CODE = 75
+#: A ``--burst`` worker exits with this code when the database refuses its credentials: not
+#: restarted (waiting cannot fix them), and ``runworkers`` exits 1 (EX_CONFIG of sysexits.h).
+REFUSED_EXIT_CODE = 78
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

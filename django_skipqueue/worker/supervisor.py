@@ -31,7 +31,7 @@ from django_skipqueue.wakeup import IMMEDIATE, STOP_SIGNALS, Stopping, Waker
 from django_skipqueue.worker import heartbeat, recording
 from django_skipqueue.worker.claimer import MAX_AUTO_PREFETCH
 from django_skipqueue.worker.loop import Worker
-from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, WorkerOptions
+from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, REFUSED_EXIT_CODE, WorkerOptions
 from django_skipqueue.worker.owner import new_token, owner_id
 from django_skipqueue.worker.started import StartedLog, log_size
 
@@ -120,6 +120,8 @@ class Supervisor:
         self.started: dict[str, frozenset[int] | None] = {}
         self.stopping = Stopping(self.waker.poke)
         self.spawned = self.killed = 0
+        #: A --burst worker exited because the database refused the credentials.
+        self.refused = False
         self.next_beat_at = 0.0
         self.began = time.monotonic()
 
@@ -160,7 +162,7 @@ class Supervisor:
             self._spawn(0)
         self._database(lambda: heartbeat.mark_stopped(self.owner, self.using))
         self._log_summary()
-        return 1 if self.killed else 0
+        return 1 if self.killed or self.refused else 0
 
     def _turn(self) -> None:
         self._handle_signals()
@@ -253,6 +255,15 @@ class Supervisor:
         self.started[child.owner] = _started_jobs(child)
         self.dead.append((child.owner, reason))
         lived = time.monotonic() - child.born
+        if code == REFUSED_EXIT_CODE:
+            self.refused = True
+            logger.error(
+                "worker exited worker=%s reason=%s (the database refused the credentials; "
+                "not restarted)",
+                child.owner,
+                reason,
+            )
+            return
         if self.stopping.requested or (code == 0 and self.options.burst):
             logger.info("worker exited worker=%s reason=%s", child.owner, reason)
             return
