@@ -128,6 +128,43 @@ def bound_network_waits(using: str) -> dict[str, int]:
     return added
 
 
+#: What a statement that carries a result needs besides it (the rest of the UPDATE), in bytes.
+PACKET_MARGIN = 64 * 1024
+
+
+def max_allowed_packet(using: str) -> int | None:
+    """Return the server's ``max_allowed_packet``; None where there is no such limit."""
+    connection = connections[using]
+    if connection.vendor != "mysql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@max_allowed_packet")
+        return int(cursor.fetchone()[0])
+
+
+def result_bound(limit: int, packet: int | None) -> int:
+    """Return the largest result, in bytes of JSON, that one statement can carry.
+
+    ``limit`` is SKIPQUEUE_MAX_RESULT_BYTES and ``packet`` the server's max_allowed_packet:
+    in the statement's text, a byte of JSON may take two (a quote or a backslash, escaped).
+    """
+    if packet is None:
+        return limit
+    return max(1, min(limit, (packet - PACKET_MARGIN) // 2))
+
+
+def bounded_results(using: str) -> int:
+    """Return the result bound in force on ``using``: the setting, lowered to fit the server.
+
+    The packet limit is kept on this thread's connection too: its pipelined statements
+    (db/statements.py) are refused before they are sent when larger, instead of losing the
+    connection (a batch of results may be, each of them within the bound).
+    """
+    packet = max_allowed_packet(using)
+    connections[using].skipqueue_max_packet = packet  # type: ignore[attr-defined]
+    return result_bound(get_settings().MAX_RESULT_BYTES, packet)
+
+
 # The row and the heartbeat.
 
 

@@ -35,6 +35,7 @@ from django_skipqueue.worker.executor import Executor, Outcome, Running, timed_o
 from django_skipqueue.worker.heartbeat import (
     DatabaseBackoff,
     bound_network_waits,
+    bounded_results,
     clock_offset,
     connections_kept_open,
     resident_megabytes,
@@ -42,7 +43,6 @@ from django_skipqueue.worker.heartbeat import (
 from django_skipqueue.worker.held import Holdings
 from django_skipqueue.worker.options import RECYCLE_EXIT_CODE, REFUSED_EXIT_CODE, WorkerOptions
 from django_skipqueue.worker.started import StartedLog
-from django_skipqueue.worker.startup import bounded_results
 
 logger = logging.getLogger("django_skipqueue.worker")
 
