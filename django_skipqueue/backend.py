@@ -23,6 +23,7 @@ from django_skipqueue.compat import (
 )
 from django_skipqueue.conf import get_settings
 from django_skipqueue.context import build_result, new_results, resolve_task, task_for_job
+from django_skipqueue.db.text import unstorable
 from django_skipqueue.exceptions import AppNotInstalled, InvalidQueueName, InvalidTaskOption
 from django_skipqueue.flow.options import check_flow_options
 from django_skipqueue.monitoring import tracing
@@ -300,6 +301,8 @@ def validate_options(task: Task) -> None:
     key = getattr(task, "idempotency_key", None)
     if key is not None and not (isinstance(key, str) and 0 < len(key) <= 191):
         raise InvalidTaskOption("idempotency_key must be a string of 1 to 191 characters.")
+    if key is not None and (problem := unstorable(key)):
+        raise InvalidTaskOption(f"idempotency_key holds {problem}: no database stores it.")
     _check_range(task, "max_snoozes", 0, 1_000_000)
     _check_classes(task, "retry_on", allow_none=True)
     _check_classes(task, "discard_on")

@@ -21,6 +21,7 @@ from django_skipqueue.compat import (
     Task,
     task_backends,
 )
+from django_skipqueue.db.text import unstorable
 from django_skipqueue.exceptions import InvalidTaskOption
 from django_skipqueue.states import RetryPolicy
 
@@ -139,6 +140,10 @@ def derived_key(task: Task, option: str, args: Sequence[Any], kwargs: Mapping[st
     if not isinstance(value, str) or not value:
         raise InvalidTaskOption(
             f"{option} of {task.module_path} must give a non-empty string, not {value!r}."
+        )
+    if problem := unstorable(value):
+        raise InvalidTaskOption(
+            f"{option} of {task.module_path} gave a key holding {problem}: no database stores it."
         )
     key = f"{task.module_path}:{value}"
     if len(key) <= KEY_LENGTH:

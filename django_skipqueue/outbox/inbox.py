@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 from django.db import IntegrityError, router, transaction
 
+from ..db.text import unstorable
 from ..exceptions import InvalidMessage
 from .models import InboxMessage
 
@@ -53,12 +54,6 @@ def _check(name: str, value: object, limit: int, *, allow_empty: bool) -> None:
         raise InvalidMessage(
             f"The inbox {name} must be a string of {least} to {limit} characters."
         )
-    if "\x00" in value:
-        where = value.index("\x00")
-        raise InvalidMessage(f"The inbox {name} holds NUL at {where}: PostgreSQL cannot store it.")
-    try:
-        value.encode()
-    except UnicodeEncodeError as error:
-        raise InvalidMessage(
-            f"The inbox {name} holds a lone surrogate at {error.start}: it is not UTF-8."
-        ) from error
+    problem = unstorable(value)
+    if problem:
+        raise InvalidMessage(f"The inbox {name} holds {problem}: no database stores it as text.")

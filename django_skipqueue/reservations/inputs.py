@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..conf import get_settings
+from ..db.text import unstorable
 from ..exceptions import InvalidReservation
 
 #: Longest holder and reference strings (their columns' length).
@@ -52,4 +53,7 @@ def label(value: Any, name: str, *, required: bool) -> str:
     if not isinstance(value, str) or len(value) > MAX_LABEL or (required and not value):
         need = "a non-empty string" if required else "a string"
         raise InvalidReservation(f"{name} must be {need} of at most {MAX_LABEL} characters")
+    problem = unstorable(value)
+    if problem:
+        raise InvalidReservation(f"{name} holds {problem}: no database stores it as text")
     return value

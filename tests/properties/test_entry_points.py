@@ -100,8 +100,8 @@ def test_enqueue_stores_what_it_is_given_or_refuses_it(seed_value):
 def test_enqueue_many_stores_every_call_or_none(seed_value):
     def body(calls: list[tuple[list[Any], str | None]]) -> None:
         with example():
-            tasks = [echo if key is None else echo.using(idempotency_key=key) for _, key in calls]
             try:
+                tasks = [echo if k is None else echo.using(idempotency_key=k) for _, k in calls]
                 results = task_backends["default"].enqueue_many(
                     [(task, args, {}) for task, (args, _) in zip(tasks, calls, strict=True)]
                 )
