@@ -29,9 +29,10 @@ def shared_server(user_and_password):
     return f"mysql://{user_and_password}@127.0.0.1:3306/helper_unused"
 
 
-def test_status_says_in_one_line_that_the_database_is_unreachable(manage_py):
+@pytest.mark.parametrize("command", ["skipqueue_status", "skipqueue_reap", "skipqueue_purge"])
+def test_a_command_says_in_one_line_that_the_database_is_unreachable(manage_py, command):
     port = free_port()  # nothing listens there
-    done = run(manage_py, f"mysql://root@127.0.0.1:{port}/x", "skipqueue_status")
+    done = run(manage_py, f"mysql://root@127.0.0.1:{port}/x", command)
     assert done.returncode == 1
     assert done.stdout == ""
     assert "Traceback" not in done.stderr

@@ -19,6 +19,7 @@ from django_skipqueue.management.arguments import (
     positive_int,
     values_of,
 )
+from django_skipqueue.management.database import explained
 from django_skipqueue.management.interrupts import stop_requested
 from django_skipqueue.management.progress import TerminalReporter
 from django_skipqueue.models import FINISHED_STATUSES
@@ -86,6 +87,11 @@ class Command(BaseCommand):
         )
         add_backend(parser, "Task backend whose jobs to purge")
         parser.add_argument("--json", action="store_true", help="Print the summary as JSON.")
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        """A database that cannot be used: one line, exit status 1 (management/database.py)."""
+        with explained(backend_named(options["backend"]).database):
+            return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
         purge = Purge(self._options(options), reporter=TerminalReporter(self.stdout))

@@ -12,6 +12,7 @@ from django_skipqueue.maintenance.loop import Maintenance
 from django_skipqueue.maintenance.promote import promote
 from django_skipqueue.maintenance.reap import reap
 from django_skipqueue.management.arguments import add_backend, backend_named, positive_float
+from django_skipqueue.management.database import explained, wait_or_explain
 from django_skipqueue.management.interrupts import stop_requested
 
 
@@ -32,6 +33,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--json", action="store_true", help="Print the result of a single pass as JSON."
         )
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        """A database that cannot be used: one line (a pass), or a wait for it (a loop)."""
+        using = backend_named(options["backend"]).database
+        if options["interval"]:
+            wait_or_explain(using)
+            return super().execute(*args, **options)
+        with explained(using):
+            return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
         using = backend_named(options["backend"]).database

@@ -6,13 +6,12 @@ import json
 from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
-from django.db import Error, connections
+from django.core.management.base import BaseCommand
 
-from django_skipqueue.db.outage import explain
 from django_skipqueue.durations import format_seconds
 from django_skipqueue.flow.status import KeyLine, flow_status
 from django_skipqueue.management.arguments import add_backend, backend_named, int_between
+from django_skipqueue.management.database import explained
 from django_skipqueue.monitoring.dbhealth import database_health
 from django_skipqueue.monitoring.stats import (
     DEPTH_STATUSES,
@@ -57,12 +56,8 @@ class Command(BaseCommand):
     def execute(self, *args: Any, **options: Any) -> Any:
         """Say in one line that the database cannot be reached (exit status 1), not in a
         traceback: Django's own checks, which run first, would connect and raise."""
-        using = backend_named(options["backend"]).database
-        try:
-            connections[using].ensure_connection()
+        with explained(backend_named(options["backend"]).database):
             return super().execute(*args, **options)
-        except Error as error:
-            raise CommandError(explain(using, error)) from error
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = backend_named(options["backend"])
