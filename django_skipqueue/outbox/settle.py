@@ -68,23 +68,24 @@ def settle(
             else deleted
         )
     retried = dead = 0
-    retries = [(m, error, m.owner) for m, error in outcomes.retry]
-    retries += [(m, error, token) for m, error in outcomes.retry_unanswered]
-    for message, error, trace in retries:
+    for message, error in outcomes.retry:
         if message.attempts >= max_attempts:
             dead += _dead(using, token, message, f"{error} (after {message.attempts} attempts)")
             continue
         delay = min(backoff * 2 ** (message.attempts - 1), cap)
-        retried += objects.filter(pk=message.pk, owner=token).update(
-            status=MessageStatus.RETRY,
-            available_at=DatabaseNowPlus(delay),
-            last_error=error,
-            owner=trace,
-        )
+        retried += _retry(using, token, message, error, delay, trace=message.owner)
+    for message, error in outcomes.retry_unanswered:
+        # No answer, so no attempt spent (as for an unreachable broker): the broker may have
+        # taken it, the row keeps this claim's token as the trace of a possible duplicate.
+        delay = min(backoff * 2 ** max(message.attempts - 2, 0), cap)
+        retried += _retry(using, token, message, error, delay, trace=token, spent=False)
     for message, error in outcomes.dead:
         dead += _dead(using, token, message, error)
     for message, error in outcomes.unknown:
-        objects.filter(pk=message.pk, owner=token).update(last_error=error)
+        # In flight when the connection broke: no answer, no attempt spent; the token stays.
+        objects.filter(pk=message.pk, owner=token).update(
+            last_error=error, attempts=F("attempts") - 1
+        )
     for trace, ids in _by_trace(outcomes.untried).items():
         # Never handed to the broker by this claim: no attempt spent, and the row as the claim
         # found it (one UPDATE in the usual case, where no earlier claim left a trace).
@@ -98,6 +99,32 @@ def _by_trace(messages: Sequence[Row]) -> dict[str | None, list[int]]:
     for message in messages:
         ids.setdefault(message.owner, []).append(message.pk)
     return ids
+
+
+def _retry(
+    using: str,
+    token: str,
+    message: Row,
+    error: str,
+    delay: float,
+    *,
+    trace: str | None,
+    spent: bool = True,
+) -> int:
+    """Put ``message`` back for a later round in ``delay`` seconds; ``spent=False`` gives back
+    the attempt its claim counted."""
+    attempts = F("attempts") if spent else F("attempts") - 1
+    return (
+        OutboxMessage.objects.using(using)
+        .filter(pk=message.pk, owner=token)
+        .update(
+            status=MessageStatus.RETRY,
+            available_at=DatabaseNowPlus(delay),
+            last_error=error,
+            owner=trace,
+            attempts=attempts,
+        )
+    )
 
 
 def _dead(using: str, token: str, message: Row, error: str) -> int:

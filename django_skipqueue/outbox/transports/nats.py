@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import nats
@@ -36,15 +36,23 @@ class NatsTransport(Transport):
     def connect(self) -> None:
         self._loop = asyncio.new_event_loop()
         try:
+            # nats-py tries the servers again and again while max_reconnect_attempts is 0
+            # (for ever, even with allow_reconnect off): 1 is two tries, then NoServersError.
             self._client = self._run(
                 nats.connect(
-                    self.url, allow_reconnect=False, connect_timeout=5, max_reconnect_attempts=0
+                    self.url,
+                    allow_reconnect=False,
+                    connect_timeout=5,
+                    max_reconnect_attempts=1,
+                    reconnect_time_wait=0,
+                    error_cb=_client_error,
                 )
             )
         except Exception as error:
             self.close()
             raise BrokerUnavailable(f"NATS unreachable: {error!r}") from error
         self._js = self._client.jetstream(timeout=ACK_TIMEOUT)
+        self._js._handle_async_reply = _refusals_answered(self._js)
 
     def declare(self, destinations: Iterable[str]) -> None:
         """Check that a stream captures each subject: JetStream streams are the operator's."""
@@ -177,6 +185,33 @@ class NatsTransport(Transport):
             coroutine.close()
             raise BrokerUnavailable("NATS connection is closed")
         return self._loop.run_until_complete(coroutine)
+
+
+def _refusals_answered(js: Any) -> Callable[[Any], Awaitable[None]]:
+    """JetStream's reply handler of ``js``, answering a refusal too.
+
+    nats-py's own handler raises JetStream's error (a stream at its limits, a wrong expected
+    sequence) instead of setting it on the publish's future: the refusal would look like a
+    missing ack, retried for ever without spending an attempt. Installed before the first
+    publish_async, which subscribes this attribute to the replies.
+    """
+    handle = js._handle_async_reply
+
+    async def answered(msg: Any) -> None:
+        try:
+            await handle(msg)
+        except nats.js.errors.APIError as error:
+            token = msg.subject[len(js._nc._inbox_prefix) + 22 + 2 :]  # as nats-py's handler
+            future = js._publish_async_futures.get(token)
+            if future is not None and not future.done():
+                future.set_exception(error)
+
+    return answered
+
+
+async def _client_error(error: Exception) -> None:
+    """nats-py's report of an error it handles: the transport raises what the relay must know."""
+    logger.debug("nats client error: %r", error)
 
 
 def wire_problem(subject: str, message: Outgoing) -> str | None:
