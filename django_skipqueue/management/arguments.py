@@ -101,8 +101,11 @@ def queue_list(text: str) -> list[str]:
     return names
 
 
-def url_with_scheme(schemes: Iterable[str]) -> Callable[[str], str]:
-    """Return a type that accepts a URL of one of ``schemes`` that names a host."""
+def url_with_scheme(
+    schemes: Iterable[str], shown: Callable[[str], str] = str
+) -> Callable[[str], str]:
+    """Return a type that accepts a URL of one of ``schemes`` that names a host; its errors
+    show the URL as ``shown`` returns it (without its password)."""
     known = sorted(schemes)
 
     def parse(text: str) -> str:
@@ -110,12 +113,12 @@ def url_with_scheme(schemes: Iterable[str]) -> Callable[[str], str]:
             parts = urlsplit(text)
             parts.port  # noqa: B018 - raises ValueError on a port that is not a number
         except ValueError as error:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a URL: {error}") from None
+            raise argparse.ArgumentTypeError(f"{shown(text)!r} is not a URL: {error}") from None
         if parts.scheme not in known:
             kinds = ", ".join(f"{scheme}://" for scheme in known)
-            raise argparse.ArgumentTypeError(f"must start with {kinds}, not {text!r}")
+            raise argparse.ArgumentTypeError(f"must start with {kinds}, not {shown(text)!r}")
         if not parts.hostname:
-            raise argparse.ArgumentTypeError(f"names no host: {text!r}")
+            raise argparse.ArgumentTypeError(f"names no host: {shown(text)!r}")
         return text
 
     parse.__name__ = "URL"

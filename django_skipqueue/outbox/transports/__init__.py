@@ -16,6 +16,7 @@ its ``exceptions``: a transport only talks to its broker.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -106,8 +107,26 @@ def transport_for(url: str) -> Transport:
 
 
 def redact(url: str) -> str:
-    """Return ``url`` without its password, for logs and the relays table."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@", 1)
+    """Return ``url`` without its secrets, for logs, output and the relays table.
+
+    Hidden: the password of every server of a multi-server URL (``a:***@h1,b:***@h2``), a
+    credential without a password (a NATS token, ``nats://***@host``) and query parameters
+    that may hold a secret (``?password=***``, ``token``, ``key``, ``ssl_options``, ...).
+    The text is never parsed as one URL: one that does not parse keeps no secret either.
+    """
+    return _SECRET_PARAMETER.sub(r"\g<name>***", _USERINFO.sub(_hidden_userinfo, url))
+
+
+#: A server's credentials: after ``scheme://``, a comma or the start, up to the last ``@``
+#: before the path (a password may hold an unescaped ``@`` or ``,``).
+_USERINFO = re.compile(r"(?P<lead>^|://|,)(?P<user>[^:@/?#,]*)(?P<secret>:[^/?#]*)?@")
+_SECRET_PARAMETER = re.compile(
+    r"(?P<name>[?&;][^=&#]*(?:pass|pwd|token|secret|key|auth|cred|sig|ssl)[^=&#]*=)[^&#]*",
+    re.IGNORECASE,
+)
+
+
+def _hidden_userinfo(match: re.Match[str]) -> str:
+    if match["secret"] is None:  # a credential alone: a NATS token (or a user name)
+        return f"{match['lead']}***@"
+    return f"{match['lead']}{match['user']}:***@"

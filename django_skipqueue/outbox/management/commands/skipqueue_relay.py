@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from argparse import ArgumentParser
 from typing import Any
 
@@ -16,7 +17,9 @@ from django_skipqueue.outbox.process import RelayProcess
 from django_skipqueue.outbox.transports import SCHEMES, redact
 
 #: The argument type of --broker, and the check of SKIPQUEUE_OUTBOX_BROKER_URL.
-broker_url = url_with_scheme(SCHEMES)
+broker_url = url_with_scheme(SCHEMES, shown=redact)
+#: Read when neither --broker nor the setting names a broker: no password on the command line.
+ENVIRONMENT_VARIABLE = "SKIPQUEUE_OUTBOX_BROKER_URL"
 
 
 class Command(BaseCommand):
@@ -30,7 +33,11 @@ class Command(BaseCommand):
             "--broker",
             metavar="URL",
             type=broker_url,
-            help="Broker URL, amqp://... or nats://... (default: SKIPQUEUE_OUTBOX_BROKER_URL).",
+            help=(
+                "Broker URL, amqp://... or nats://... (default: the SKIPQUEUE_OUTBOX_BROKER_URL "
+                "setting, else the environment variable of that name; either keeps a password "
+                "out of the process list)."
+            ),
         )
         parser.add_argument(
             "--burst",
@@ -48,6 +55,11 @@ class Command(BaseCommand):
         url = options["broker"] or _setting_url()
         relay = RelayProcess(database_named(options["database"]), url, burst=options["burst"])
         self.stderr.write(f"relay {relay.name} publishing to {redact(url)}")
+        if options["broker"] and redact(url) != url:
+            self.stderr.write(
+                "--broker shows the URL's credentials in the process list: set "
+                f"{ENVIRONMENT_VARIABLE} (a setting or an environment variable) instead."
+            )
         try:
             totals = relay.run()
         except BrokerUnavailable as error:
@@ -59,10 +71,14 @@ class Command(BaseCommand):
 
 
 def _setting_url() -> str:
-    """SKIPQUEUE_OUTBOX_BROKER_URL, checked like --broker; CommandError if unusable."""
-    url = get_settings().OUTBOX_BROKER_URL
+    """SKIPQUEUE_OUTBOX_BROKER_URL, the setting or else the environment variable, checked like
+    --broker; CommandError if unusable."""
+    url = get_settings().OUTBOX_BROKER_URL or os.environ.get(ENVIRONMENT_VARIABLE)
     if not url:
-        raise CommandError("No broker: pass --broker or set SKIPQUEUE_OUTBOX_BROKER_URL.")
+        raise CommandError(
+            "No broker: pass --broker or set SKIPQUEUE_OUTBOX_BROKER_URL. It may be a setting "
+            "or an environment variable of that name."
+        )
     try:
         return broker_url(url)
     except argparse.ArgumentTypeError as error:
