@@ -5,10 +5,11 @@ raises from a coroutine, one names a task that no longer exists (failed at its f
 Good jobs queued with them still run, and the worker pool survives: the supervisor replaces
 what died.
 
-The jobs a killed process held lose their attempt with it (``WorkerDied``: the supervisor
-cannot tell which of them killed it). The first test runs one job per process at a time, so
-that each poison job fails by its own fault every run; the second holds a job beside the
-crashing one on purpose.
+The jobs a killed process had started lose their attempt with it (``WorkerDied``: the
+supervisor cannot tell which of them killed it); jobs it only held, claimed ahead and not
+begun, go back unspent (tests/worker/test_killed_attempts.py). The first test runs one job per
+process at a time, so that each poison job fails by its own fault every run; the second runs
+a job beside the crashing one on purpose.
 """
 
 from __future__ import annotations
