@@ -32,9 +32,41 @@ def normalize_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple
     than silently converted.
     """
     try:
+        return _plain(list(args), 1), _plain(dict(kwargs), 1)
+    except (InvalidPayload, RecursionError):
+        pass  # walked again below, to say where
+    try:
         return _to_json(list(args), "args", 1), _to_json(dict(kwargs), "kwargs", 1)
     except RecursionError as error:  # a Mapping whose items() recurses, say
         raise InvalidPayload(f"Task arguments nest too deep to encode: {error}.") from error
+
+
+#: Types whose values are JSON as they are (subclasses go through :func:`_to_json`).
+_AS_THEY_ARE = frozenset({str, int, bool, type(None)})
+
+
+def _plain(value: Any, depth: int) -> Any:
+    """:func:`_to_json` for the plain built-in types, without naming each value's place.
+
+    The place (``args[0]['id']``) is only needed for an error: building it for every value
+    cost as much as the rest of the walk. Anything else goes to :func:`_to_json`; a refusal
+    is then explained by walking again with the places.
+    """
+    kind = type(value)
+    if kind in _AS_THEY_ARE or (kind is float and math.isfinite(value)):
+        return value
+    if kind is list or kind is tuple:
+        if depth > MAX_DEPTH:
+            raise InvalidPayload("too deep")
+        return [_plain(item, depth + 1) for item in value]
+    if kind is dict:
+        if depth > MAX_DEPTH:
+            raise InvalidPayload("too deep")
+        plain = {key: _plain(item, depth + 1) for key, item in value.items()}
+        if not all(type(key) is str for key in plain):
+            raise InvalidPayload("a key is not a string")
+        return plain
+    return _to_json(value, "", depth)
 
 
 def check_size(args: list, kwargs: dict, limit: int) -> int:
