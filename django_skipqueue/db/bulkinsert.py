@@ -180,28 +180,26 @@ def insert_statements(jobs: Sequence[Job], connection: Any) -> list[Part]:
     head = f"INSERT INTO {quote(Job._meta.db_table)} ({names}) VALUES "
     varying = [values for same, values in columns if not same]
     parts = []
-    for run in _runs(jobs, len(row_sql), varying, connection):
-        rows = zip(*(values[run.start : run.stop] for values in varying), strict=True)
-        params = [value for row in rows for value in row] if varying else []
+    row_bytes = len(row_sql.encode(errors="replace"))  # its literals may be non-ASCII text
+    for run in _runs(jobs, row_bytes, varying, connection):
+        part = varying if len(run) == len(jobs) else [v[run.start : run.stop] for v in varying]
+        params = [value for row in zip(*part, strict=True) for value in row] if part else []
         parts.append((jobs[run.start : run.stop], head + ", ".join([row_sql] * len(run)), params))
     return parts
 
 
 def _runs(
-    jobs: Sequence[Job], row_sql: int, varying: list[list[Any]], connection: Any
+    jobs: Sequence[Job], row_bytes: int, varying: list[list[Any]], connection: Any
 ) -> list[range]:
     """The runs of rows that go in one statement each: all of them, unless together they
     could pass the packet limit (an upper bound from the values' lengths)."""
     budget = packets.packet_budget(connection)
     every = range(len(jobs))
-    if budget is None:
+    fixed = row_bytes + 2  # the row's text and its separator, parameters aside
+    if budget is None or len(jobs) * fixed + sum(map(packets.column_bytes, varying)) <= budget:
         return [every]
-    if len(jobs) * (row_sql + 2) + sum(map(packets.column_bytes, varying)) <= budget:
-        return [every]
-    sizes = [
-        row_sql + 2 + sum(map(packets.quoted_bytes, row)) for row in zip(*varying, strict=True)
-    ]
-    return packets.cut(sizes or [row_sql + 2] * len(jobs), budget)
+    sizes = [fixed + sum(map(packets.quoted_bytes, row)) for row in zip(*varying, strict=True)]
+    return packets.cut(sizes or [fixed] * len(jobs), budget)
 
 
 def _is_default(field: Field[Any, Any], prepared: Any, connection: Any) -> bool:
