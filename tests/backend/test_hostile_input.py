@@ -21,7 +21,7 @@ from django_skipqueue.queues import check_queue
 from django_skipqueue.testing import run_jobs
 from tests.support.tasks import echo
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def nested(levels: int, inner: object = 1) -> object:
@@ -100,6 +100,7 @@ def test_a_queue_name_with_a_newline_is_invalid(backend, name):
     assert Job.objects.count() == 0
 
 
+@pytest.mark.django_db(transaction=True)  # the job runs on the executor's own thread
 @pytest.mark.parametrize("stored", [{"a": 1}, "text", 7, None], ids=repr)
 def test_a_row_whose_args_are_not_an_array_fails_once_and_is_not_retried(stored):
     bad = echo.using(priority=20).enqueue(1)  # claimed first
