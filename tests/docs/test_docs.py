@@ -5,17 +5,21 @@ project in a temporary directory, with the test's virtualenv (django-skipqueue i
 this checkout). The tutorial's last section moves that project to MySQL/MariaDB; it runs when
 the suite itself runs on MySQL/MariaDB, against a database of its own.
 
-The how-to pages in ``HOWTO_PAGES`` start from tests/support/howto_project, which holds the
-modules their samples import but do not define, and run check scripts of that project (its
-``checks/``) that drive the page's code with real workers and assert on the outcome. They run
-on SQLite, and on
-MySQL/MariaDB when the suite does, each in a database of its own.
+The how-to pages in ``HOWTO_PAGES`` each run in a new project from tests/support/howto_project:
+those marked ``new project`` get its settings and ``manage.py`` alone and write every module
+their samples import from their own blocks (app, models, migrations); the others still get
+that project's apps holding the modules their samples import but do not define. All run check
+scripts of that project (its ``checks/``) that drive the page's code with real workers and
+assert on the outcome. They run on SQLite, and on MySQL/MariaDB when the suite does, each in a
+database of its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
+import secrets
 import shlex
 import subprocess
 import sys
@@ -28,7 +32,7 @@ from django.core.management import get_commands, load_command_class
 from django.db import connection
 
 from tests.support import clean_machine, docpages
-from tests.support.brokers import RABBITMQ_PORT, rabbitmq_vhost, reachable
+from tests.support.brokers import NATS_PORT, RABBITMQ_PORT, rabbitmq_vhost, reachable
 from tests.support.tutorial_runner import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +77,7 @@ COMMAND_BLOCKS = {"console", "ini", "dockerfile", "yaml", "text", "bash", "sh"}
 SHELL_FORM = re.compile(r"python manage\.py (\w+)(.*)$")
 SHELL_OPERATOR = re.compile(r"^(\d?[<>]|[|&;])")
 EXEC_FORM = re.compile(r'\["python", "manage\.py", ((?:"[^"]*",?\s*)+)\]')
+PAGE_COMMAND = re.compile(r"^# \w+/management/commands/(\w+)\.py\n")
 README_COMMAND = re.compile(r"^\$ (bash scripts/\S+)$", re.MULTILINE)
 #: The tutorial and the demo run in temporary projects on SQLite (and MySQL when the suite runs
 #: there), so the PostgreSQL pass would only repeat the SQLite pass: it skips them.
@@ -184,15 +189,50 @@ def test_howto_page(page: str, tmp_path: Path):
 
 @contextmanager
 def _broker_for(page: str, runner: Runner) -> Iterator[None]:
-    """The outbox how-to publishes to RabbitMQ: to a vhost of the test's own, not the page's."""
+    """The outbox how-to publishes to RabbitMQ, to a vhost of the test's own, then to the shared
+    NATS server, into a stream and under a subject prefix of the test's own (the page's stream
+    script and settings get them in place of ``ORDERS`` and ``orders``), deleted afterwards."""
     if page != "howto/publish-events.md":
         yield
         return
-    if not reachable(RABBITMQ_PORT):
-        pytest.skip("RabbitMQ is not running")
-    with rabbitmq_vhost() as url:
-        runner.replacements["127.0.0.1:5672/%2F"] = url.split("@", 1)[1]
-        yield
+    if not reachable(RABBITMQ_PORT) or not reachable(NATS_PORT):
+        pytest.skip("RabbitMQ or NATS is not running")
+    token = secrets.token_hex(4)
+    stream, prefix = f"SKQ_HOWTO_{token}", f"skq-howto-{token}"
+    nats_url = 'SKIPQUEUE_OUTBOX_BROKER_URL = "nats://127.0.0.1:4222"'
+    topics = {"order.placed": prefix, "order.cancelled": prefix}
+    runner.replacements.update(
+        {
+            nats_url: f"{nats_url}\nSKIPQUEUE_OUTBOX_TOPICS = {topics!r}",
+            '"ORDERS"': f'"{stream}"',
+            '"orders.>"': f'"{prefix}.>"',
+        }
+    )
+    runner.extra_env.update(SKQ_HOWTO_NATS_STREAM=stream, SKQ_HOWTO_NATS_PREFIX=prefix)
+    try:
+        with rabbitmq_vhost() as url:
+            runner.replacements["127.0.0.1:5672/%2F"] = url.split("@", 1)[1]
+            yield
+    finally:
+        runner.kill_all()
+        _delete_stream(stream)
+
+
+def _delete_stream(name: str) -> None:
+    """Delete the test's own stream if the page made it (never another one)."""
+    import nats
+    from nats.js.errors import NotFoundError
+
+    async def delete() -> None:
+        connection = await nats.connect(f"nats://127.0.0.1:{NATS_PORT}")
+        try:
+            await connection.jetstream().delete_stream(name)
+        except NotFoundError:
+            pass
+        finally:
+            await connection.close()
+
+    asyncio.run(delete())
 
 
 def _manage_py_lines() -> list[tuple[str, str, list[str], str]]:
@@ -221,7 +261,22 @@ def _manage_py_lines() -> list[tuple[str, str, list[str], str]]:
     return found
 
 
-@pytest.mark.parametrize(("where", "name", "arguments", "line"), _manage_py_lines())
+def _commands_written_by_pages() -> set[str]:
+    """The commands a page writes itself (``# <app>/management/commands/<name>.py``): its own
+    test runs them in the page's project, where they exist."""
+    written = set()
+    for path in docpages.DOCS.rglob("*.md"):
+        for block in docpages.code_blocks(path):
+            match = PAGE_COMMAND.match(block.text)
+            if block.language == "python" and match:
+                written.add(match.group(1))
+    return written
+
+
+@pytest.mark.parametrize(
+    ("where", "name", "arguments", "line"),
+    [line for line in _manage_py_lines() if line[1] not in _commands_written_by_pages()],
+)
 def test_documented_command_lines_parse(where: str, name: str, arguments: list[str], line: str):
     """Every manage.py command line in the docs is accepted by that command's real parser."""
     commands = get_commands()

@@ -20,9 +20,13 @@ Conventions of the pages it runs (the tutorial states them in a comment at its t
   that cannot run (a fragment of a larger program, a production service file) follows
   ``skip next block: <reason>``; ``next block as <path>: add at the end`` appends a fragment
   (a few settings) to a file of the project. A how-to
-  page starts with ``project with <app> ...`` (a project from tests/support/howto_project
-  holding the modules its samples import but do not define) and has ``run checks/<name>.py``
-  lines, scripts of that project that exercise the page's code and assert on the outcome.
+  page starts with ``new project`` (the settings and ``manage.py`` of a project configured as
+  docs/howto/install.md leaves it, on the test's database, unmigrated, and no app: the page's
+  own blocks write every module it imports and run ``makemigrations`` and ``migrate``) or, for
+  the pages not yet written that way, ``project with <app> ...`` (the same project with apps
+  from tests/support/howto_project holding the modules their samples import but do not define,
+  migrated). Either has ``run checks/<name>.py`` lines, scripts of that project that exercise
+  the page's code and assert on the outcome.
 """
 
 from __future__ import annotations
@@ -89,6 +93,9 @@ class Runner(ReaderProcesses, ReaderAdmin):
     credentials: tuple[str, str] | None = None
     #: The database of a how-to page's project (``project with``); None means SQLite.
     database: dict[str, Any] | None = None
+    #: Environment variables of the test's own for the page's commands and checks (the names
+    #: of a broker's stream made for this test, say).
+    extra_env: dict[str, str] = field(default_factory=dict)
     #: The check scripts run so far (``run``): a page without one proves nothing.
     checks: list[str] = field(default_factory=list)
     #: Where the next python block goes when it has no ``# <path>`` line (``next block as``).
@@ -120,7 +127,7 @@ class Runner(ReaderProcesses, ReaderAdmin):
         env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("PYTHONPATH", None)
-        return env
+        return {**env, **self.extra_env}
 
     def follow(self, page: Path, *, mysql: bool) -> None:
         """Run every block and directive of ``page`` in order."""
@@ -249,8 +256,8 @@ class Runner(ReaderProcesses, ReaderAdmin):
             )
         elif directive.text == "wait for runworkers":
             self.run(WAIT_FOR_HEALTH, None)
-        elif directive.text == "stop runworkers":
-            self.stop("runworkers", signal.SIGINT)
+        elif directive.text.startswith("stop "):
+            self.stop(directive.text.removeprefix("stop "), signal.SIGINT)
         elif directive.text == "admin pages":
             self.visit_admin(page)
         elif directive.text.startswith("admin action "):
@@ -259,6 +266,8 @@ class Runner(ReaderProcesses, ReaderAdmin):
         elif directive.text.startswith("admin page "):
             path, _, text = directive.text.removeprefix("admin page ").partition(" shows ")
             assert text in self.admin_page(path), f"{page.name}:{directive.line}: no {text!r}"
+        elif directive.text == "new project":
+            self.new_project([], migrate=False)
         elif directive.text.startswith("project with "):
             self.new_project(directive.text.removeprefix("project with ").split())
         elif directive.text.startswith("run "):
@@ -272,12 +281,13 @@ class Runner(ReaderProcesses, ReaderAdmin):
             raise AssertionError(f"{page.name}:{directive.line}: unknown directive")
         return True
 
-    def new_project(self, apps: list[str]) -> None:
-        """Start from tests/support/howto_project with ``apps``, migrated, as a how-to page
-        assumes."""
+    def new_project(self, apps: list[str], *, migrate: bool = True) -> None:
+        """Start from tests/support/howto_project with ``apps`` (migrated, as a page that does
+        not migrate itself assumes), or with none for a page that writes and migrates its own."""
         self.cwd = projects.create(self.root / "project", apps, self.database)
         self.vendor = "sqlite" if self.database is None else "mysql"
-        self.run("python manage.py migrate --verbosity 0", None)
+        if migrate:
+            self.run("python manage.py migrate --verbosity 0", None)
 
     def run_check(self, script: str) -> None:
         """Run one of the project's check scripts in ``manage.py shell``: it asserts outcomes."""

@@ -1,4 +1,5 @@
-"""The orders the outbox how-to places: a cart becomes at most one order."""
+"""The orders of the backend reference and the task options reference: a cart becomes at most one
+order. (The outbox how-tos write their own orders app.)"""
 
 from django.db import models
 
@@ -18,13 +19,3 @@ class Order(models.Model):
 
     def __str__(self) -> str:
         return f"Order #{self.pk}"
-
-
-class Invoice(models.Model):
-    """What the outbox how-to's consumer writes for each order.placed event it receives."""
-
-    order_id = models.BigIntegerField()
-    total = models.DecimalField(max_digits=10, decimal_places=2)
-
-    def __str__(self) -> str:
-        return f"Invoice for order #{self.order_id}"

@@ -6,8 +6,3 @@ from django_skipqueue.tasks import task
 @task
 def build_nightly_report(day: str) -> str:
     return f"report for {day}"
-
-
-@task
-def refresh_exchange_rates() -> None:
-    """Scheduled every few minutes by docs/howto/schedule-tasks.md."""
