@@ -103,7 +103,7 @@ class SkipQueueBackend(BaseTaskBackend):
 
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
         """Insert a job on the queue's connection, inside the caller's transaction if any."""
-        from django_skipqueue.enqueue import build_job, insert_job, join_batch
+        from django_skipqueue.enqueue import build_job, insert_job, join_batch, not_carried
         from django_skipqueue.flow import admission
         from django_skipqueue.flow.options import flow_of
 
@@ -120,6 +120,8 @@ class SkipQueueBackend(BaseTaskBackend):
         except BaseException as error:
             if span is not None:
                 tracing.end_enqueue(span, [job], error)
+            if isinstance(error, UnicodeEncodeError):
+                raise not_carried(error, self.database) from error
             raise
         if span is not None:
             tracing.end_enqueue(span, [job])
@@ -133,6 +135,19 @@ class SkipQueueBackend(BaseTaskBackend):
         return result
 
     def enqueue_many(self, calls: Iterable[TaskCall]) -> EnqueuedMany:
+        """Enqueue many task calls with multi-row INSERTs; return their results in order.
+
+        See :meth:`_enqueue_many`; a key the connection's character set cannot carry raises
+        InvalidTaskOption, as in :meth:`enqueue`.
+        """
+        from django_skipqueue.enqueue import not_carried
+
+        try:
+            return self._enqueue_many(calls)
+        except UnicodeEncodeError as error:
+            raise not_carried(error, self.database) from error
+
+    def _enqueue_many(self, calls: Iterable[TaskCall]) -> EnqueuedMany:
         """Enqueue many task calls with multi-row INSERTs; return their results in order.
 
         Keyed calls (an idempotency key, a unique_key) go in with one ``INSERT IGNORE`` per

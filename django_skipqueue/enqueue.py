@@ -24,6 +24,7 @@ from django_skipqueue.db.bulkinsert import (
     mark_inserted,
 )
 from django_skipqueue.db.statements import retry_whole_transaction
+from django_skipqueue.exceptions import InvalidTaskOption
 from django_skipqueue.models import Job, JobStatus
 from django_skipqueue.payload import check_size, normalize_arguments
 from django_skipqueue.states import KEYED_MASK, WAITING_STATUSES, key_mask
@@ -303,6 +304,23 @@ def _insert_keyed_batch(
             answers[index] = (job, True)
         else:
             answers[index] = (holders.get(key) or jobs[first[key]], False)
+
+
+def not_carried(error: UnicodeEncodeError, using: str) -> InvalidTaskOption:
+    """The error for text of a call (a key) that the connection's character set cannot carry.
+
+    The payload is sent as ASCII JSON, queue names and task paths are ASCII: only keys can
+    hold characters a connection opened with ``OPTIONS`` ``charset`` latin1, gbk or cp932
+    has no bytes for. The driver raises before anything is sent.
+    """
+    found = error.object[error.start : error.end]
+    raw = connections[using].connection
+    charset = raw.character_set_name() if hasattr(raw, "character_set_name") else error.encoding
+    return InvalidTaskOption(
+        f"The connection of database {using!r} (character set {charset!r}) cannot "
+        f"carry {found!r}, in a key of this call: nothing was inserted. Use keys that "
+        "character set has, or open the connection with utf8mb4 (Django's default)."
+    )
 
 
 def _insert_ignoring(jobs: list[Job], using: str) -> None:

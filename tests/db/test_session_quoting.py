@@ -13,10 +13,11 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
+from django_skipqueue.exceptions import InvalidTaskOption
 from django_skipqueue.models import Job
 from django_skipqueue.states import KEYED_MASK
 from tests.support.flow_tasks import limited
-from tests.support.tasks import sync_account
+from tests.support.tasks import echo, sync_account
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.mysql]
 
@@ -107,3 +108,23 @@ def test_keyed_bulks_work_on_a_connection_of_another_character_set(backend, char
         *[(f"tests.support.tasks.sync_account:account-{key}", [key]) for key in keys],
         *[(f"tests.support.tasks.sync_account:account-{key}", [key]) for key in "ab"],
     ]
+
+
+#: A character each character set lacks.
+MISSING = {"latin1": "表", "gbk": "😀", "cp932": "é"}
+
+
+def test_a_key_the_character_set_cannot_carry_is_refused_clearly(backend, charset):
+    key = f"a{MISSING[charset]}"
+    calls = [
+        lambda: sync_account.enqueue(key),
+        lambda: echo.using(idempotency_key=key).enqueue(),
+        lambda: limited.enqueue(key, 0, 0.0),  # a flow key
+        lambda: backend.enqueue_many([(sync_account, [key], {})]),
+        lambda: backend.enqueue_many([(sync_account, [k], {}) for k in ("b", key)]),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidTaskOption, match=f"character set '{charset}'.*cannot carry"):
+            call()
+    assert not Job.objects.exists()
+    assert backend.enqueue_many([(sync_account, ["b"], {})])[0].id, "the connection still works"
