@@ -25,6 +25,10 @@ class ReadOnlyAdmin(CheckedSelection):
     # Exact counts of a long history or backlog cost a scan on every page view.
     show_full_result_count = False
 
+    class Media:
+        # Status labels, notes under a value, and cells that wrap to fit a 1400 px window.
+        css = {"all": ("django_skipqueue/admin.css",)}
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 

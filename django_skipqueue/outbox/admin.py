@@ -6,7 +6,10 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.safestring import SafeString
 
+from ..admin import cells
+from ..admin.detail import moment
 from ..admin.readonly import ReadOnlyAdmin
 from .models import MessageStatus, OutboxMessage, OutboxRelay
 from .wakeup import after_commit
@@ -34,17 +37,7 @@ def send_again(model_admin: OutboxMessageAdmin, request: HttpRequest, queryset: 
 
 @admin.register(OutboxMessage)
 class OutboxMessageAdmin(ReadOnlyAdmin):
-    list_display = (
-        "id",
-        "status",
-        "topic",
-        "key",
-        "message_id",
-        "attempts",
-        "created_at",
-        "available_at",
-        "error",
-    )
+    list_display = ("id", "state", "topic", "key_cell", "attempts", "created", "error")
     list_filter = ("status", "topic")
     search_fields = ("=message_id", "=key")
     ordering = ("-id",)
@@ -53,22 +46,51 @@ class OutboxMessageAdmin(ReadOnlyAdmin):
     def has_resend_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("skipqueue_outbox.resend_outboxmessage")
 
+    @admin.display(description="status", ordering="status")
+    def state(self, message: OutboxMessage) -> SafeString:
+        """The status, and when a retried message is tried next."""
+        note = f"next try {moment(message.available_at)}" if message.available_at else ""
+        return cells.noted(message.get_status_display(), note)
+
+    @admin.display(description="key, message id")
+    def key_cell(self, message: OutboxMessage) -> SafeString:
+        return cells.noted(cells.clipped(message.key, 24), cells.clipped(message.message_id, 24))
+
+    @admin.display(description="created (UTC)", ordering="created_at")
+    def created(self, message: OutboxMessage) -> SafeString:
+        return cells.when(message.created_at)
+
     @admin.display(description="last error")
-    def error(self, message: OutboxMessage) -> str:
-        return message.last_error[:120]
+    def error(self, message: OutboxMessage) -> SafeString:
+        return cells.clipped(message.last_error, 120)
 
 
 @admin.register(OutboxRelay)
 class OutboxRelayAdmin(ReadOnlyAdmin):
-    list_display = (
-        "name",
-        "broker",
-        "started_at",
-        "last_heartbeat_at",
-        "stopped_at",
-        "sent",
-        "retried",
-        "dead",
-        "confirm_ms",
-    )
+    list_display = ("relay", "broker_cell", "started", "heartbeat", "stopped", "sent",
+                    "retried", "dead", "confirm")  # fmt: skip
     ordering = ("-started_at",)
+
+    @admin.display(description="relay", ordering="name")
+    def relay(self, row: OutboxRelay) -> SafeString:
+        return cells.clipped(row.name, 32)
+
+    @admin.display(description="broker")
+    def broker_cell(self, row: OutboxRelay) -> SafeString:
+        return cells.clipped(row.broker, 40)
+
+    @admin.display(description="started (UTC)", ordering="started_at")
+    def started(self, row: OutboxRelay) -> SafeString:
+        return cells.when(row.started_at)
+
+    @admin.display(description="last heartbeat (UTC)", ordering="last_heartbeat_at")
+    def heartbeat(self, row: OutboxRelay) -> SafeString:
+        return cells.when(row.last_heartbeat_at)
+
+    @admin.display(description="stopped (UTC)", ordering="stopped_at")
+    def stopped(self, row: OutboxRelay) -> SafeString:
+        return cells.when(row.stopped_at)
+
+    @admin.display(description="confirm", ordering="confirm_ms")
+    def confirm(self, row: OutboxRelay) -> str:
+        return "-" if row.confirm_ms is None else f"{row.confirm_ms:.2f} ms"

@@ -18,7 +18,10 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
+from ..admin import cells
+from ..admin.detail import moment
 from ..admin.readonly import ReadOnlyAdmin
 from ..exceptions import ReservationError
 from . import api
@@ -173,22 +176,42 @@ class ExpiringFilter(admin.SimpleListFilter):
 
 @admin.register(Reservation)
 class ReservationAdmin(ReadOnlyAdmin):
-    list_display = (
-        "id",
-        "item_id",
-        "location_id",
-        "quantity",
-        "state",
-        "holder",
-        "reference",
-        "created_at",
-        "expires_at",
-        "ended_at",
-    )
+    list_display = ("id", "item", "location", "quantity", "state_cell", "holder_cell",
+                    "reference_cell", "created", "expires")  # fmt: skip
     list_filter = ("state", ExpiringFilter)
     search_fields = ("=id", "=item_id", "=holder", "=reference")
     ordering = ("-id",)
     actions = [release]
+
+    @admin.display(description="item", ordering="item_id")
+    def item(self, hold: Reservation) -> int:
+        return hold.item_id
+
+    @admin.display(description="location", ordering="location_id")
+    def location(self, hold: Reservation) -> int:
+        return hold.location_id
+
+    @admin.display(description="state", ordering="state")
+    def state_cell(self, hold: Reservation) -> SafeString:
+        """The state, and when a hold that ended did."""
+        ended = f"{hold.state} {moment(hold.ended_at)}" if hold.ended_at else ""
+        return cells.noted(hold.get_state_display(), ended)
+
+    @admin.display(description="holder", ordering="holder")
+    def holder_cell(self, hold: Reservation) -> SafeString:
+        return cells.clipped(hold.holder, 24)
+
+    @admin.display(description="reference")
+    def reference_cell(self, hold: Reservation) -> SafeString:
+        return cells.clipped(hold.reference, 24)
+
+    @admin.display(description="created (UTC)", ordering="created_at")
+    def created(self, hold: Reservation) -> SafeString:
+        return cells.when(hold.created_at)
+
+    @admin.display(description="expires (UTC)", ordering="expires_at")
+    def expires(self, hold: Reservation) -> SafeString:
+        return cells.when(hold.expires_at)
 
     def has_release_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("skipqueue_reservations.release_reservation")
@@ -196,19 +219,19 @@ class ReservationAdmin(ReadOnlyAdmin):
 
 @admin.register(LedgerEntry)
 class LedgerEntryAdmin(ReadOnlyAdmin):
-    list_display = (
-        "id",
-        "item_id",
-        "location_id",
-        "reason",
-        "delta",
-        "reference",
-        "reservation_id",
-        "created_at",
-    )
+    list_display = ("id", "item_id", "location_id", "reason", "delta", "reference_cell",
+                    "reservation_id", "created")  # fmt: skip
     list_filter = ("reason",)
     search_fields = ("=item_id", "=reference", "=reservation_id")
     ordering = ("-id",)
+
+    @admin.display(description="reference")
+    def reference_cell(self, entry: LedgerEntry) -> SafeString:
+        return cells.clipped(entry.reference, 40)
+
+    @admin.display(description="created (UTC)", ordering="created_at")
+    def created(self, entry: LedgerEntry) -> SafeString:
+        return cells.when(entry.created_at)
 
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # A pool's ledger, linked from the pool list.

@@ -7,6 +7,7 @@ cannot move a schedule back over ticks a scheduler has fired meanwhile.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -16,7 +17,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
+from ..admin import cells
 from ..admin.readonly import ReadOnlyAdmin
 from ..admin.selection import CheckedSelection
 from ..db.clock import read_db_now
@@ -79,22 +82,16 @@ def disable(model_admin: ScheduleAdmin, request: HttpRequest, queryset: QuerySet
 @admin.register(Schedule)
 class ScheduleAdmin(CheckedSelection):
     form = ScheduleForm
-    list_display = (
-        "name",
-        "task_path",
-        "timing",
-        "time_zone",
-        "enabled",
-        "next_tick",
-        "last_tick",
-        "last_job",
-        "missed_ticks",
-        "source",
-    )
+    list_display = ("title", "task", "timing_cell", "enabled", "next_tick", "last_tick",
+                    "last_job", "missed_ticks")  # fmt: skip
     list_filter = ("enabled", "source")
     search_fields = ("name", "task_path")
     ordering = ("name",)
     actions = [run_now, enable, disable]
+
+    class Media:
+        css = {"all": ("django_skipqueue/admin.css",)}
+
     readonly_fields = (
         "source",
         "next_tick",
@@ -134,13 +131,27 @@ class ScheduleAdmin(CheckedSelection):
             return
         obj.save(using=using, update_fields=[*fields, "updated_at"])
 
-    @admin.display(description="next tick", ordering="next_tick_at")
-    def next_tick(self, schedule: Schedule) -> str:
-        return local_time(schedule.next_tick_at, schedule.time_zone) or "-"
+    @admin.display(description="name", ordering="name")
+    def title(self, schedule: Schedule) -> SafeString:
+        """The name, and where the schedule is declared when it is not edited here."""
+        source = "declared in settings" if schedule.source == Source.SETTINGS else ""
+        return cells.noted(schedule.name, source)
 
-    @admin.display(description="last tick", ordering="last_tick_at")
-    def last_tick(self, schedule: Schedule) -> str:
-        return local_time(schedule.last_tick_at, schedule.time_zone) or "-"
+    @admin.display(description="task", ordering="task_path")
+    def task(self, schedule: Schedule) -> SafeString:
+        return cells.dotted(schedule.task_path)
+
+    @admin.display(description="timing")
+    def timing_cell(self, schedule: Schedule) -> SafeString:
+        return cells.noted(schedule.timing, schedule.time_zone)
+
+    @admin.display(description="next tick (UTC)", ordering="next_tick_at")
+    def next_tick(self, schedule: Schedule) -> SafeString:
+        return _tick_time(schedule.next_tick_at, schedule.time_zone)
+
+    @admin.display(description="last tick (UTC)", ordering="last_tick_at")
+    def last_tick(self, schedule: Schedule) -> SafeString:
+        return _tick_time(schedule.last_tick_at, schedule.time_zone)
 
     @admin.display(description="last job")
     def last_job(self, schedule: Schedule) -> str:
@@ -155,10 +166,37 @@ class ScheduleAdmin(CheckedSelection):
         return format_html('<a href="{}">#{}</a> {}', url, job.pk, job.status)
 
 
+def _tick_time(value: datetime | None, time_zone: str) -> SafeString:
+    """A tick time in UTC as on the job pages, with the schedule's own clock in its title."""
+    if value is None:
+        return cells.when(None)
+    local = local_time(value, time_zone)
+    return format_html('<span title="{}">{}</span>', local, cells.when(value))
+
+
 @admin.register(Tick)
 class TickAdmin(ReadOnlyAdmin):
-    list_display = ("schedule", "tick_at", "kind", "job_id", "enqueued_at", "scheduler")
+    list_display = ("schedule", "tick", "kind", "job", "enqueued", "scheduler_cell")
     list_filter = ("kind",)
     search_fields = ("=schedule__name",)
     ordering = ("-tick_at",)
     list_select_related = ("schedule",)
+
+    @admin.display(description="tick at (UTC)", ordering="tick_at")
+    def tick(self, row: Tick) -> SafeString:
+        return cells.when(row.tick_at)
+
+    @admin.display(description="job")
+    def job(self, row: Tick) -> SafeString:
+        if not row.job_id:
+            return cells.when(None)
+        url = reverse("admin:django_skipqueue_job_change", args=[row.job_id])
+        return format_html('<a href="{}">#{}</a>', url, row.job_id)
+
+    @admin.display(description="enqueued (UTC)", ordering="enqueued_at")
+    def enqueued(self, row: Tick) -> SafeString:
+        return cells.when(row.enqueued_at)
+
+    @admin.display(description="scheduler")
+    def scheduler_cell(self, row: Tick) -> SafeString:
+        return cells.clipped(row.scheduler, 24)

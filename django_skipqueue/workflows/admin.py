@@ -1,51 +1,56 @@
-"""Batches and chains in the admin: progress, counts and callbacks, read-only.
+"""Batches and chains in the admin: outcome, counts, members, callbacks and steps, read-only.
 
-Every figure is a column of the batch row: the list reads no job. Nothing is added, changed or
-deleted by hand: the counters are written under the batch row's lock by the transaction that
-records each member's outcome.
+Every figure of the list is a column of the batch row: the list reads no job. A batch's page
+reads a bounded list of its member jobs (failed first). Nothing is added, changed or deleted
+by hand: the counters are written under the batch row's lock by the transaction that records
+each member's outcome.
 """
 
 from __future__ import annotations
 
 from django.contrib import admin
-from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
+from ..admin import cells
 from ..admin.readonly import ReadOnlyAdmin
+from . import admin_cells
 from .models import Batch
 
 
 @admin.register(Batch)
 class BatchAdmin(ReadOnlyAdmin):
-    list_display = ("id", "kind", "description", "progress", "succeeded", "failed",
-                    "cancelled", "created_at", "finished_at")  # fmt: skip
+    list_display = ("id", "kind", "title", "progress", "created", "finished")
     list_filter = ("kind",)
     search_fields = ("description",)
     ordering = ("-id",)
-    readonly_fields = ("progress", "callbacks")
-    fields = ("kind", "description", "parent", "progress", "size", "succeeded", "failed",
-              "cancelled", "created_at", "finished_at", "callbacks", "callback_error",
-              "callback_kwargs", "steps")  # fmt: skip
+    readonly_fields = ("progress", "callbacks", "members", "chain_steps", "created", "finished")
+    fields = ("kind", "description", "parent", "progress", "created", "finished", "callbacks",
+              "callback_error", "callback_kwargs", "members", "chain_steps")  # fmt: skip
+
+    @admin.display(description="description", ordering="description")
+    def title(self, batch: Batch) -> SafeString:
+        return cells.clipped(batch.description, 60)
 
     @admin.display(description="progress")
-    def progress(self, batch: Batch) -> str:
-        """Ended members of all, as a bar and a count."""
-        percent = 100 * batch.ended // batch.size if batch.size else 100
-        state = "finished" if batch.is_finished else "running"
-        return format_html(
-            '<progress max="100" value="{}"></progress> {} / {} ({})',
-            percent, batch.ended, batch.size, state,
-        )  # fmt: skip
+    def progress(self, batch: Batch) -> SafeString:
+        return admin_cells.progress(batch)
+
+    @admin.display(description="created (UTC)", ordering="created_at")
+    def created(self, batch: Batch) -> SafeString:
+        return cells.when(batch.created_at)
+
+    @admin.display(description="finished (UTC)", ordering="finished_at")
+    def finished(self, batch: Batch) -> SafeString:
+        return cells.when(batch.finished_at)
 
     @admin.display(description="callbacks")
-    def callbacks(self, batch: Batch) -> str:
-        """Each callback's task and the job it was enqueued as, once it was."""
-        parts = [
-            f"{name}: {path} -> job {job_id or '(not yet)'}"
-            for name, path, job_id in (
-                ("on_success", batch.on_success, batch.success_job_id),
-                ("on_finish", batch.on_finish, batch.finish_job_id),
-                ("on_failure", batch.on_failure, batch.failure_job_id),
-            )
-            if path
-        ]
-        return "; ".join(parts) or "none"
+    def callbacks(self, batch: Batch) -> SafeString:
+        return admin_cells.callbacks(batch)
+
+    @admin.display(description="members (failed first)")
+    def members(self, batch: Batch) -> SafeString:
+        return admin_cells.members(batch)
+
+    @admin.display(description="steps")
+    def chain_steps(self, batch: Batch) -> SafeString:
+        return admin_cells.steps(batch)
