@@ -91,6 +91,38 @@ def check_size(args: list, kwargs: dict, limit: int) -> int:
     return size
 
 
+def unstorable_json(value: Any, encoded: str) -> str | None:
+    """Say what keeps a JSON document from being stored alike on every database, or None.
+
+    ``encoded`` is ``value`` as ASCII JSON (``json.dumps``'s default). The same rules as for
+    task arguments: no lone surrogate, no NUL, at most MAX_DEPTH lists and dicts nested.
+    """
+    if "\\ud" in encoded:
+        text = _UNESCAPED.encode(value)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            return f"holds the lone surrogate {text[error.start : error.end]!r}: not Unicode text"
+    if "\\u0000" in encoded and _NUL.search(encoded):
+        return "holds a NUL character (U+0000), which PostgreSQL's JSON cannot store"
+    if encoded.count("[") + encoded.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        return f"nests lists and dicts more than {MAX_DEPTH} deep (MariaDB refuses 32)"
+    return None
+
+
+def _depth(value: Any) -> int:
+    """How many lists and dicts nest in each other in ``value`` (without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
 def _refuse_lone_surrogates(payload: list) -> None:
     """Raise InvalidPayload if a string of ``payload`` holds a lone surrogate.
 

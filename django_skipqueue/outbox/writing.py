@@ -19,6 +19,7 @@ from django.db.models.sql import InsertQuery
 from ..conf import get_settings
 from ..db import packets
 from ..exceptions import DuplicateMessage, InvalidMessage, MessageTooLarge, UnknownTopic
+from ..payload import unstorable_json
 from .models import OutboxMessage
 from .transports import names
 
@@ -165,9 +166,17 @@ def _traced(headers: Any) -> Any:
 
 
 def _checked_payload(payload: Any, limit: int) -> Any:
-    """Return ``payload`` if JSON carries it unchanged and it fits ``limit`` bytes."""
+    """Return ``payload`` if JSON carries it unchanged, every database stores it alike and it
+    fits ``limit`` bytes."""
+    if payload is None:
+        raise InvalidMessage(
+            "The outbox payload is None, which the outbox column cannot tell from no payload: "
+            "publish a JSON value other than null (a dict, say)."
+        )
     try:
         encoded = json.dumps(payload, allow_nan=False, separators=(",", ":"))
+    except RecursionError as error:
+        raise InvalidMessage(f"The outbox payload nests too deep to encode: {error}.") from error
     except (TypeError, ValueError) as error:
         raise InvalidMessage(f"The outbox payload is not JSON: {error}") from error
     if json.loads(encoded) != payload or isinstance(payload, tuple):
@@ -175,6 +184,9 @@ def _checked_payload(payload: Any, limit: int) -> Any:
             "The outbox payload would change on its way through JSON (tuples, non-string "
             "keys): pass plain dicts, lists, strings, numbers, booleans and None."
         )
+    problem = unstorable_json(payload, encoded)
+    if problem:
+        raise InvalidMessage(f"The outbox payload {problem}.")
     if len(encoded) > limit:
         raise MessageTooLarge(
             f"The outbox payload is {len(encoded)} bytes of JSON, over the {limit} byte limit "

@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 from django.db import transaction
-from django.tasks import task_backends
-from django.tasks.exceptions import InvalidTask
 from hypothesis import strategies as st
 
+from django_skipqueue.compat import InvalidTask, task_backends
 from django_skipqueue.exceptions import (
     DuplicateMessage,
     InvalidMessage,
