@@ -18,6 +18,7 @@ class SkipQueueConfig(AppConfig):
     def ready(self) -> None:
         from django_skipqueue.checks import (
             check_binlog_format,
+            check_migrated,
             check_result_bound,
             check_versions,
         )
@@ -29,6 +30,7 @@ class SkipQueueConfig(AppConfig):
         checks.register(check_settings)
         checks.register(check_binlog_format, checks.Tags.database)
         checks.register(check_result_bound, checks.Tags.database)
+        checks.register(check_migrated, checks.Tags.database)
         checks.register(check_versions)
 
 
@@ -37,14 +39,30 @@ def require_tasks_setting() -> None:
 
     Without TASKS, Django runs tasks with its ImmediateBackend, and ``@task(max_attempts=3)``
     fails on import with "unexpected keyword argument 'max_attempts'", far from the cause.
-    A project that uses the outbox alone needs no task backend.
+    Whatever sub-apps are installed: a project that uses the outbox alone says so with
+    ``TASKS = {}`` (any TASKS setting), rather than every project losing the guard.
     """
-    if apps.is_installed("django_skipqueue.outbox"):
-        return
     if settings.is_overridden("TASKS"):  # type: ignore[misc]
         return
     raise ImproperlyConfigured(
         "django_skipqueue is in INSTALLED_APPS, but the TASKS setting is missing, so tasks "
         'would run with Django\'s ImmediateBackend. Add: TASKS = {"default": {"BACKEND": '
-        f'"{BACKEND}", "QUEUES": ["default"]}}}}'
+        f'"{BACKEND}", "QUEUES": ["default"]}}}} (or TASKS = {{}} in a project that uses '
+        "the outbox alone, with no tasks)"
     )
+
+
+def require_installed(app: str, what: str) -> None:
+    """Refuse ``what`` (an API call of the optional ``app``) when ``app`` is not installed.
+
+    Its models would otherwise load as models of ``django_skipqueue`` (the package around
+    them), and the call would fail on a table that no migration creates, or write rows that
+    nothing ever reads (no relay, no scheduler, no batch counting). Raised before any SQL.
+    """
+    from django_skipqueue.exceptions import AppNotInstalled
+
+    if not apps.is_installed(app):
+        raise AppNotInstalled(
+            f"{what} needs {app!r} in INSTALLED_APPS: add it there (next to "
+            "'django_skipqueue'), then run migrate."
+        )

@@ -12,6 +12,7 @@ that says what to install.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,10 +20,11 @@ import django
 from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
-from django.db import DatabaseError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
 from django_skipqueue.compat import BUILTIN, MINIMUM_BACKPORT, MINIMUM_DJANGO, backport_version
-from django_skipqueue.conf import SkipQueueSettings
+from django_skipqueue.conf import SkipQueueSettings, get_settings
+from django_skipqueue.db.migrated import describe, installed_labels, unapplied
 
 if TYPE_CHECKING:
     from django_skipqueue.backend import SkipQueueBackend
@@ -244,6 +246,42 @@ def check_result_bound(
         if problem is not None:
             found.append(Warning(problem, hint=HINT, id="django_skipqueue.W005"))
     return found
+
+
+def check_migrated(
+    app_configs: Sequence[AppConfig] | None = None,
+    databases: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> list[CheckMessage]:
+    """Warn where a database of the package lacks migrations of its installed apps.
+
+    Run by ``manage.py check --database ALIAS`` (it reads ``django_migrations``). Not by
+    ``manage.py migrate``, which runs the same checks before it applies what this one names.
+    """
+    if sys.argv[1:2] == ["migrate"]:
+        return []
+    used = _package_databases()
+    found: list[CheckMessage] = []
+    for alias in databases or []:
+        if alias not in used:
+            continue
+        try:
+            missing = unapplied(alias, installed_labels())
+        except DatabaseError:
+            continue  # an unreachable database is reported by Django's own checks
+        if missing:
+            found.append(Warning(describe(alias, missing), hint=HINT, id="django_skipqueue.W006"))
+    return found
+
+
+def _package_databases() -> set[str]:
+    """The aliases that hold the package's tables: the queues', the pools', the outbox's."""
+    used = {database for _, database in _skipqueue_aliases()}
+    if apps.is_installed("django_skipqueue.reservations"):
+        used.add(get_settings().RESERVATION_DATABASE)
+    if apps.is_installed("django_skipqueue.outbox"):
+        used.add(DEFAULT_DB_ALIAS)  # publish() and the relay's default
+    return used
 
 
 # The Django and django-tasks versions this package runs on.

@@ -21,7 +21,10 @@ class SkipQueueError(Exception):
 
 
 class AppNotInstalled(ImproperlyConfigured, CommandError):
-    """A SkipQueueBackend is configured without django_skipqueue in INSTALLED_APPS.
+    """An app of the package is used without its line in INSTALLED_APPS.
+
+    A SkipQueueBackend without ``django_skipqueue``, or a call of an optional app's API
+    (``publish()``, ``reserve()``, ``batch()``, ...) without that app.
 
     Also a CommandError, so that ``manage.py`` prints its one sentence rather than the
     traceback of the import (often the URLconf's, inside the system checks) that met it.

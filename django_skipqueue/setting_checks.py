@@ -170,8 +170,8 @@ RULES: dict[str, Rule] = {
     "SCHEDULER_GRACE": seconds(),
     "SCHEDULER_TICK_RETENTION": seconds(),
 }
-#: Settings with checks of their own: E005, the outbox's E201-E203, the reservations' E101/E103,
-#: the schedules' E301-E305.
+#: Settings with checks of their own: E005, the outbox's E201-E204, the reservations' E101/E103,
+#: the schedules' E301-E304 (and E104, E205, E305 for any of them set without its app).
 CHECKED_ELSEWHERE = frozenset(
     {
         "WAKEUP_FANOUT",
@@ -191,22 +191,45 @@ def check_settings(**kwargs: object) -> list[CheckMessage]:
         *_unknown_settings(),
         *_invalid_values(),
         *_unknown_retention_keys(),
-        *_schedules_without_app(),
+        *_apps_missing(),
     ]
 
 
-def _schedules_without_app() -> Iterator[CheckMessage]:
+#: Each optional app, the settings that belong to it (by name or prefix) and the id of the
+#: error when one of them is set while the app is not installed: it would do nothing.
+APP_SETTINGS = {
+    "django_skipqueue.outbox": (("OUTBOX_", "HEALTH_MAX_OUTBOX_AGE"), "django_skipqueue.E205"),
+    "django_skipqueue.reservations": (("RESERVATION_",), "django_skipqueue.E104"),
+    "django_skipqueue.scheduling": (
+        ("SCHEDULES", "SCHEDULER_", "HEALTH_MAX_SCHEDULE_LAG"),
+        "django_skipqueue.E305",
+    ),
+}
+
+
+def _apps_missing() -> Iterator[CheckMessage]:
+    """Name the optional app whose settings are set (not to their default) but not installed."""
     from django.apps import apps
 
-    if getattr(settings, PREFIX + "SCHEDULES", None) and not apps.is_installed(
-        "django_skipqueue.scheduling"
-    ):
-        yield Error(
-            f"{PREFIX}SCHEDULES declares schedules, but 'django_skipqueue.scheduling' is not in "
-            "INSTALLED_APPS: nothing would run them.",
-            hint=HINT,
-            id="django_skipqueue.E305",
-        )
+    defaults = SkipQueueSettings()
+    for app, (prefixes, check_id) in APP_SETTINGS.items():
+        if apps.is_installed(app):
+            continue
+        names = [
+            PREFIX + f.name
+            for f in fields(SkipQueueSettings)
+            if f.name.startswith(prefixes)
+            and getattr(settings, PREFIX + f.name, getattr(defaults, f.name))
+            != getattr(defaults, f.name)
+        ]
+        if names:
+            yield Error(
+                f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} set, but {app!r} is "
+                "not in INSTALLED_APPS: nothing would use them. Add it to INSTALLED_APPS (next "
+                "to 'django_skipqueue'), then run migrate.",
+                hint=HINT,
+                id=check_id,
+            )
 
 
 def _unknown_settings() -> Iterator[CheckMessage]:

@@ -6,5 +6,5 @@ handling (``arguments.py``), purge progress (``progress.py``) and graceful inter
 ``maintenance`` or ``monitoring``.
 
 Must not import ``admin``. Nothing else in the package may import this folder, but the
-optional apps' commands its argument types.
+optional apps' commands its argument types and start-up checks (``database.py``).
 """

@@ -3,7 +3,7 @@
 Add ``django_skipqueue.outbox`` to INSTALLED_APPS. The functions import the models when
 called: this module is imported while the app registry loads.
 
-Imports of the core only what any process may: ``conf``, ``exceptions``, ``checks``,
+Imports of the core only what any process may: ``apps``, ``conf``, ``exceptions``, ``checks``,
 ``durations``, ``wakeup``, ``db``, owner ids, ``monitoring.tracing`` and ``admin.readonly``;
 never the job queue's ``worker`` loop, ``maintenance`` or the job admin's other modules. The
 core imports nothing of it but its figures for ``skipqueue_status``, ``skipqueue_health`` and
@@ -16,11 +16,16 @@ import importlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..apps import require_installed
+
 if TYPE_CHECKING:
     from .models import OutboxMessage
     from .writing import Message
 
 __all__ = ["Message", "inbox", "publish", "publish_many"]
+
+#: The name of this app in INSTALLED_APPS.
+APP = "django_skipqueue.outbox"
 
 
 def publish(
@@ -37,6 +42,7 @@ def publish(
     Messages of one ``key`` reach the broker in the order they were written. Without a
     ``message_id`` the message gets a random one, carried to the broker for deduplication.
     """
+    require_installed(APP, "django_skipqueue.outbox.publish()")
     from .writing import Message, publish_messages
 
     message = Message(topic, payload, key=key, message_id=message_id, headers=headers)
@@ -45,6 +51,7 @@ def publish(
 
 def publish_many(messages: Iterable[Message], *, using: str | None = None) -> list[OutboxMessage]:
     """Write several messages in one INSERT: all of them, or none if one is refused."""
+    require_installed(APP, "django_skipqueue.outbox.publish_many()")
     from .writing import publish_messages
 
     return publish_messages(messages, using)

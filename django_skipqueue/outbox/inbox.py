@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 from django.db import IntegrityError, router, transaction
 
+from ..apps import require_installed
 from ..db.text import unstorable
 from ..exceptions import InvalidMessage
 from .models import InboxMessage
@@ -30,6 +31,7 @@ def receive(message_id: str, *, consumer: str = "", using: str | None = None) ->
     record back with the consumer's writes, so the message counts as not received. An id or
     consumer that no column can hold as given raises ``InvalidMessage`` before any statement.
     """
+    require_installed("django_skipqueue.outbox", "django_skipqueue.outbox.inbox.receive()")
     _check("message_id", message_id, MAX_MESSAGE_ID, allow_empty=False)
     _check("consumer", consumer, MAX_CONSUMER, allow_empty=True)
     alias = using or router.db_for_write(InboxMessage)

@@ -3,9 +3,10 @@
 Add ``"django_skipqueue.reservations"`` to INSTALLED_APPS. The API is importable from here;
 it loads lazily because models cannot be imported while Django loads the apps.
 
-Imports of the core only ``conf``, ``exceptions``, ``db``, ``admin.readonly`` and the commands'
-argument types; never the job queue's ``worker``, the job admin's other modules or job models.
-The maintenance loop runs its sweep through a hook it does not import.
+Imports of the core only ``apps`` (its installed check), ``conf``, ``exceptions``, ``db``,
+``admin.readonly`` and the commands' argument types; never the job queue's ``worker``, the job
+admin's other modules or job models. The maintenance loop runs its sweep through a hook it does
+not import.
 """
 
 from __future__ import annotations

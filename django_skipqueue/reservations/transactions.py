@@ -11,12 +11,18 @@ from collections.abc import Callable
 
 from django.db import connections
 
+from ..apps import require_installed
 from ..conf import get_settings
 from ..db.statements import retry_whole_transaction, short_transaction
 
 
 def pool_database() -> str:
-    """Return the database alias of the pools (``SKIPQUEUE_RESERVATION_DATABASE``)."""
+    """Return the database alias of the pools (``SKIPQUEUE_RESERVATION_DATABASE``).
+
+    Every call of the API asks it first, before any statement: it refuses the call when the
+    app is not installed (AppNotInstalled, which says what to add).
+    """
+    require_installed("django_skipqueue.reservations", "The reservation API")
     return get_settings().RESERVATION_DATABASE
 
 

@@ -15,6 +15,7 @@ from django.utils.text import slugify
 
 from django_skipqueue.compat import DEFAULT_TASK_BACKEND_ALIAS, InvalidTask, Task, task_backends
 
+from ..apps import require_installed
 from ..conf import get_settings
 from ..durations import parse_duration
 from ..exceptions import InvalidSchedule, SkipQueueError
@@ -122,7 +123,11 @@ def scheduled_task(definition: Definition) -> Task:
 
 
 def schedule_database() -> str:
-    """The schedules' database: the default backend's, where ticks and jobs commit together."""
+    """The schedules' database: the default backend's, where ticks and jobs commit together.
+
+    Every scheduler asks it first: it refuses to run without the app installed.
+    """
+    require_installed("django_skipqueue.scheduling", "A scheduler")
     return str(getattr(task_backends[DEFAULT_TASK_BACKEND_ALIAS], "database", "default"))
 
 

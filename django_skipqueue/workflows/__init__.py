@@ -6,8 +6,9 @@ apps.
 
 The core writes a job's status in ``transitions.py`` and calls :mod:`.counting` in the same
 transaction for a job whose ``batch_id`` is set; that is the only way in. Imports of the core
-only ``enqueue`` (building and inserting jobs), ``tasks``, ``context``, ``exceptions``, ``db``
-and ``admin.readonly``; never the ``worker`` loop or the job admin's other modules.
+only ``apps``, ``enqueue`` (building and inserting jobs), ``tasks``, ``context``,
+``exceptions``, ``db`` and ``admin.readonly``; never the ``worker`` loop or the job admin's
+other modules.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from ..apps import require_installed
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, Task
 from ..context import resolve_task
 from ..enqueue import open_batch
@@ -77,6 +78,9 @@ def task_path(task: TaskLike | None, using: str | None = None) -> str:
 
 
 def database_of(backend: str) -> str:
+    """The database of ``backend``'s jobs; refuses a batch or chain without the app installed
+    (its jobs would never be counted, its callbacks never fire)."""
+    require_installed("django_skipqueue.workflows", "A batch or chain")
     return queue_database(backend)
 
 

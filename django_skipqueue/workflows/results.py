@@ -8,9 +8,9 @@ from typing import Any
 
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS
 from ..models import Job
-from ..queues import queue_database
 from ..states import JobStatus
 from .models import Batch
+from .opening import database_of
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def batch_result(
     Member jobs are read by primary key: a job already purged (see SKIPQUEUE_PURGE_RETENTION)
     shows in ``job_ids`` but no more in ``failures`` or ``return_values``.
     """
-    using = queue_database(backend)
+    using = database_of(backend)
     row = Batch.objects.using(using).get(pk=batch_id)
     job_ids = sorted(row.members.values_list("job_id", flat=True))
     jobs = Job.objects.using(using).filter(pk__in=row.members.values("job_id"))

@@ -13,6 +13,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django_skipqueue.conf import get_settings
 from django_skipqueue.exceptions import BrokerUnavailable
 from django_skipqueue.management.arguments import database_named, url_with_scheme
+from django_skipqueue.management.database import require_migrated
 from django_skipqueue.outbox.process import RelayProcess
 from django_skipqueue.outbox.transports import SCHEMES, redact
 
@@ -53,7 +54,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         url = options["broker"] or _setting_url()
-        relay = RelayProcess(database_named(options["database"]), url, burst=options["burst"])
+        using = database_named(options["database"])
+        require_migrated(using, "django_skipqueue.outbox")
+        relay = RelayProcess(using, url, burst=options["burst"])
         self.stderr.write(f"relay {relay.name} publishing to {redact(url)}")
         if options["broker"] and redact(url) != url:
             self.stderr.write(

@@ -9,8 +9,10 @@ from django.core.management.base import BaseCommand
 from django.db import DatabaseError, close_old_connections
 
 from django_skipqueue.management.arguments import positive_float, positive_int
+from django_skipqueue.management.database import require_migrated
 from django_skipqueue.management.interrupts import stop_requested
 from django_skipqueue.reservations.sweep import release_expired
+from django_skipqueue.reservations.transactions import pool_database
 
 
 class Command(BaseCommand):
@@ -38,8 +40,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        using = options["database"] or pool_database()
+        require_migrated(using, "django_skipqueue.reservations")
+
         def sweep() -> int:
-            return release_expired(options["database"], batch=options["batch"])
+            return release_expired(using, batch=options["batch"])
 
         if not options["interval"]:
             self.stdout.write(f"released={sweep()}")

@@ -10,6 +10,7 @@ from django.db import DatabaseError, close_old_connections
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.management.arguments import positive_float
+from django_skipqueue.management.database import require_migrated
 from django_skipqueue.management.interrupts import stop_requested
 from django_skipqueue.scheduling.definition import schedule_database
 from django_skipqueue.scheduling.scheduler import Scheduler
@@ -34,7 +35,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        scheduler = Scheduler(schedule_database())
+        using = schedule_database()
+        require_migrated(using, "django_skipqueue", "django_skipqueue.scheduling")
+        scheduler = Scheduler(using)
         if options["once"]:
             self.stdout.write(f"ticks={scheduler.run_due()}")
             return
