@@ -10,7 +10,7 @@ from django.utils import timezone
 from django_skipqueue.models import JobStatus
 from tests.support.admin import job_url, make_job
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.vendor_neutral]
 
 INJECTED = '<img src=x onerror="alert(1)"><script>alert("x")</script>'
 

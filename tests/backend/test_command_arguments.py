@@ -19,6 +19,8 @@ from django_skipqueue.compat import DUMMY_BACKEND
 from django_skipqueue.management import arguments
 from tests.support import docpages
 
+pytestmark = pytest.mark.vendor_neutral
+
 COMMANDS = sorted(name for name, app in get_commands().items() if app == "django_skipqueue")
 #: Every command of the package: the seven above and those of its optional apps.
 EVERY_APP = {name: app for name, app in get_commands().items() if app.startswith("django_skipq")}

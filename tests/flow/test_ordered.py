@@ -10,12 +10,14 @@ import pytest
 from django_skipqueue.models import FlowKey, Job
 from testproject.demo.models import FlowLedgerEntry
 from tests.flow.ledger import intervals, most_at_once
+from tests.support.scale import scaled
 from tests.support.workers import Runworkers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.skip_locked]
 
 KEYS = 20
-JOBS = 1000
+#: 1000 on MariaDB, 300 on PostgreSQL (tests/support/scale.py): 15 jobs per key, 43 retried.
+JOBS = scaled(1000, 300)
 ENQUEUERS = 4
 #: Every seventh job fails its first attempt and is retried after a short backoff.
 ENQUEUE = """

@@ -26,7 +26,11 @@ from tests.support.prometheus import Prometheus, free_port
 from tests.support.steady import steady_equal
 from tests.support.workers import Runworkers, wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.skip_locked]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skip_locked,
+    pytest.mark.vendor_neutral,
+]
 TOKEN = "scrape-token-for-tests"
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: The dashboard's panels that the issue asks for: depth and age per queue, throughput, claim

@@ -31,7 +31,11 @@ from django_skipqueue.outbox.transports.rabbitmq import RabbitMQTransport
 from tests.support.brokers import NATS_PORT, NatsStream, RabbitQueue, rabbitmq_vhost
 from tests.support.otel import finished
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("tracing_on")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("tracing_on"),
+    pytest.mark.vendor_neutral,
+]
 
 
 @pytest.fixture(autouse=True)

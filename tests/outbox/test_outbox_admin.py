@@ -9,7 +9,7 @@ from django.urls import reverse
 from django_skipqueue.outbox import publish
 from django_skipqueue.outbox.models import MessageStatus, OutboxMessage
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.vendor_neutral]
 
 CHANGELIST = "admin:skipqueue_outbox_outboxmessage_changelist"
 

@@ -16,7 +16,11 @@ from django_skipqueue.outbox.transports.nats import NatsTransport
 from tests.support.brokers import NATS_PORT, NatsStream
 from tests.support.relays import burst
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.nats]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.nats,
+    pytest.mark.vendor_neutral,
+]
 
 URL = f"nats://127.0.0.1:{NATS_PORT}"
 

@@ -16,7 +16,12 @@ from tests.support.brokers import RabbitQueue
 from tests.support.private_brokers import PrivateRabbitMQ
 from tests.support.relays import burst
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.rabbitmq, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.rabbitmq,
+    pytest.mark.slow,
+    pytest.mark.vendor_neutral,
+]
 
 LIMIT = 4096
 

@@ -22,7 +22,11 @@ from django_skipqueue.outbox.transports.rabbitmq import RabbitMQTransport
 from django_skipqueue.outbox.writing import partition_of
 from tests.support.brokers import RabbitQueue, rabbitmq_vhost
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.rabbitmq]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.rabbitmq,
+    pytest.mark.vendor_neutral,
+]
 
 
 class WatchedTransport(RabbitMQTransport):

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.vendor_neutral]
 
 
 def relay(manage_py, env, *args: str) -> subprocess.CompletedProcess:

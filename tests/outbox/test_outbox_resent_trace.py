@@ -35,7 +35,7 @@ from tests.support.brokers import NATS_PORT, NatsStream, RabbitQueue, Received, 
 from tests.support.private_brokers import PrivateNats
 from tests.support.workers import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.vendor_neutral]
 
 
 class Crash(Exception):

@@ -16,6 +16,8 @@ from django_skipqueue.outbox.models import OutboxRelay
 from django_skipqueue.outbox.transports import redact
 from tests.support.brokers import NATS_PORT
 
+pytestmark = pytest.mark.vendor_neutral
+
 SECRET = "s3cr3t-T0ken"
 
 

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django_skipqueue.models import Job, JobStatus, QueuePause
 from tests.support.admin import changelist_url, job_url, make_job, run_action, staff_user
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.vendor_neutral]
 
 ALL = ("view_job", "retry_job", "cancel_job", "delete_job", "pause_queue")
 #: action: (the permission it needs, the state it applies to, the state it leaves)

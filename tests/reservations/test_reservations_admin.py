@@ -12,7 +12,7 @@ from django.urls import reverse
 from django_skipqueue import reservations
 from django_skipqueue.reservations.models import HoldState, LedgerEntry, Pool, Reservation
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.vendor_neutral]
 
 APP = "skipqueue_reservations"
 POOLS = reverse("admin:skipqueue_reservations_pool_changelist")

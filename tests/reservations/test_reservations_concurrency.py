@@ -24,6 +24,7 @@ from django_skipqueue.reservations.models import HoldState, Reservation
 from django_skipqueue.reservations.sweep import release_expired
 from tests.support.reservation_audit import audit
 from tests.support.reservation_client import POOLS
+from tests.support.scale import scaled
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.skip_locked]
 
@@ -206,7 +207,9 @@ def test_processes_killed_mid_transaction_and_mid_hold_leave_every_pool_consiste
 
 @pytest.mark.slow
 def test_sixteen_processes_for_a_minute(child_env, manage_py, tmp_path):
-    run, result = run_and_audit(child_env, manage_py, tmp_path, processes=16, seconds=60)
-    assert len(run.killed) >= 50
+    # A minute on MariaDB; the same sixteen processes for 20 s on PostgreSQL (support/scale.py).
+    seconds = scaled(60, 20)
+    run, result = run_and_audit(child_env, manage_py, tmp_path, processes=16, seconds=seconds)
+    assert len(run.killed) >= scaled(50, 15)
     for state in ENDINGS:
-        assert result.states[state] >= 50, result.states
+        assert result.states[state] >= scaled(50, 10), result.states

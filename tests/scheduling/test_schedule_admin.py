@@ -17,7 +17,7 @@ from django_skipqueue.scheduling.models import Missed, Schedule, Source, Tick, T
 from tests.reliability.procs import Supervisor, child_env
 from tests.support.workers import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.vendor_neutral]
 ECHO = "tests.support.tasks.echo"
 ADD = "admin:skipqueue_scheduling_schedule_add"
 CHANGELIST = "admin:skipqueue_scheduling_schedule_changelist"

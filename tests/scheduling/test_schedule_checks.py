@@ -10,6 +10,8 @@ from django.test import override_settings
 from django_skipqueue.scheduling.checks import check_schedules
 from django_skipqueue.setting_checks import check_settings
 
+pytestmark = pytest.mark.vendor_neutral
+
 GOOD = {"task": "tests.support.tasks.echo", "cron": "0 3 * * *", "time_zone": "Europe/Paris"}
 
 

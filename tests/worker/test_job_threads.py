@@ -9,6 +9,8 @@ import pytest
 
 from django_skipqueue.worker.executor import JobThreads
 
+pytestmark = pytest.mark.vendor_neutral
+
 
 def wait_for(condition, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout

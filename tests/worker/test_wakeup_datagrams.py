@@ -17,6 +17,8 @@ import pytest
 from django_skipqueue import wakeup
 from django_skipqueue.backend import QUEUE_NAME_PATTERN
 
+pytestmark = pytest.mark.vendor_neutral
+
 
 @pytest.fixture
 def sender() -> Iterator[socket.socket]:

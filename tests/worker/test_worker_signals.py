@@ -14,7 +14,11 @@ from testproject.demo.models import LedgerEntry
 from tests.support import worker_tasks as wt
 from tests.support.workers import Runworkers, status_counts, wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.skip_locked]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skip_locked,
+    pytest.mark.vendor_neutral,
+]
 
 
 #: A process start on a loaded 2-core machine can take a minute; waiting longer costs nothing.
