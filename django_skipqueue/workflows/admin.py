@@ -8,13 +8,16 @@ each member's outcome.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
 from ..admin import cells
 from ..admin.readonly import ReadOnlyAdmin
 from . import admin_cells
-from .models import Batch
+from .models import Batch, Kind
 
 
 @admin.register(Batch)
@@ -26,6 +29,11 @@ class BatchAdmin(ReadOnlyAdmin):
     readonly_fields = ("progress", "callbacks", "members", "chain_steps", "created", "finished")
     fields = ("kind", "description", "parent", "progress", "created", "finished", "callbacks",
               "callback_error", "callback_kwargs", "members", "chain_steps")  # fmt: skip
+
+    def get_fields(self, request: HttpRequest, obj: Batch | None = None) -> Any:
+        # A chain's members are its steps: listed once, in order, with their return values.
+        hidden = "members" if obj is not None and obj.kind == Kind.CHAIN else "chain_steps"
+        return [name for name in self.fields if name != hidden]
 
     @admin.display(description="description", ordering="description")
     def title(self, batch: Batch) -> SafeString:

@@ -7,6 +7,7 @@ short value hides what a long one does to the table.
 
 from __future__ import annotations
 
+import subprocess
 from datetime import timedelta
 
 import pytest
@@ -17,9 +18,11 @@ from django_skipqueue.models import JobStatus
 from django_skipqueue.outbox import publish
 from django_skipqueue.outbox.models import MessageStatus, OutboxMessage, OutboxRelay
 from django_skipqueue.scheduling.models import Schedule, Tick
+from django_skipqueue.workflows import batch, chain, step
 from django_skipqueue.workflows.models import Batch
 from tests.admin.test_admin_browser import browser, log_in, page, superuser
 from tests.support.admin import make_job
+from tests.workflows.tasks import broken, callback, part
 
 __all__ = ["browser", "page"]  # fixtures, imported to be found by pytest
 
@@ -123,3 +126,40 @@ def misfits(path: str, wanted: list[str], sizes: dict) -> list[str]:
         if not found or not 0 < found[0] <= sizes["edge"]:
             problems.append(f"{path}: {name!r} not shown ({found}) among {list(headers)}")
     return problems
+
+
+def test_a_failed_batch_reads_as_failed_and_links_to_its_failed_member(page, manage_py, child_env):
+    with batch(on_success=callback, on_failure=callback, description="five parts") as opened:
+        for n in range(4):
+            part.enqueue(n)
+        failing = broken.enqueue(4)
+    steps = chain(step(part, 1), step(part), step(part), description="three doublings")
+    burst = [*manage_py, "runworkers", "--burst", "--processes", "1"]
+    subprocess.run(burst, env=child_env, check=True, timeout=120, capture_output=True)
+    row = Batch.objects.get(pk=opened.id)
+    assert (row.succeeded, row.failed, row.is_finished) == (4, 1, True)
+    superuser()
+    log_in(page, "root")
+
+    page.goto(f"/admin/skipqueue_workflows/batch/{opened.id}/change/")
+    page.shots.take("failed-batch")
+    progress = page.inner_text(".field-progress .readonly")
+    assert "5 / 5 (failed)" in progress and "4 succeeded, 1 failed, 0 cancelled" in progress
+    assert page.locator(".field-progress .skipqueue-bar-failed").count() == 1
+    callbacks = page.inner_text(".field-callbacks .readonly")
+    assert "on_success: tests.workflows.tasks.callback -> will not run (a member failed)" in (
+        callbacks
+    )
+    first = page.locator(".skipqueue-members tbody tr").first
+    assert first.locator("td[data-status]").get_attribute("data-job") == str(failing.id)
+    assert "ValueError" in first.inner_text()
+    first.locator("a").first.click()
+    page.wait_for_url(f"**/django_skipqueue/job/{failing.id}/change/")
+    assert "part 4 is broken" in page.inner_text(".field-errors_list")
+
+    page.goto(f"/admin/skipqueue_workflows/batch/{steps.pk}/change/")
+    page.shots.take("chain")
+    cells = page.locator(".skipqueue-steps tbody tr").evaluate_all(
+        "rows => rows.map(row => [...row.cells].map(cell => cell.innerText.trim()))"
+    )
+    assert [(row[0], row[3]) for row in cells] == [("1", "2"), ("2", "4"), ("3", "8")], cells
