@@ -55,9 +55,8 @@ def require_tasks_setting() -> None:
 def require_installed(app: str, what: str) -> None:
     """Refuse ``what`` (an API call of the optional ``app``) when ``app`` is not installed.
 
-    Its models would otherwise load as models of ``django_skipqueue`` (the package around
-    them), and the call would fail on a table that no migration creates, or write rows that
-    nothing ever reads (no relay, no scheduler, no batch counting). Raised before any SQL.
+    The call would otherwise fail on a table that ``migrate`` never created, or write rows
+    that nothing ever reads (no relay, no sweep, no batch counting). Raised before any SQL.
     """
     from django_skipqueue.exceptions import AppNotInstalled
 

@@ -10,6 +10,10 @@ from django.db import models
 from ..db.clock import DatabaseNow
 from ..db.keys import KeyField
 
+#: Explicit: were the app left out of INSTALLED_APPS, its models would join
+#: django_skipqueue (the package around them) and name tables no migration creates.
+APP_LABEL = "skipqueue_outbox"
+
 
 class MessageStatus(models.TextChoices):
     PENDING = "pending", "Pending"
@@ -48,6 +52,7 @@ class OutboxMessage(models.Model):
     last_error = models.TextField(blank=True, default="")
 
     class Meta:
+        app_label = APP_LABEL
         db_table = "skipqueue_outbox"
         # The relay's only read: one status and partition, in id order (partitions.py).
         indexes = [
@@ -67,6 +72,7 @@ class OutboxPartition(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        app_label = APP_LABEL
         db_table = "skipqueue_outbox_partition"
 
     def __str__(self) -> str:
@@ -93,6 +99,7 @@ class OutboxRelay(models.Model):
     publish_rate = models.FloatField(null=True, blank=True)
 
     class Meta:
+        app_label = APP_LABEL
         db_table = "skipqueue_outbox_relay"
 
     def __str__(self) -> str:
@@ -108,6 +115,7 @@ class InboxMessage(models.Model):
     received_at = models.DateTimeField(db_default=DatabaseNow())
 
     class Meta:
+        app_label = APP_LABEL
         db_table = "skipqueue_inbox"
         constraints = [
             models.UniqueConstraint(

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from django.db import models
 
+#: Explicit: were the app left out of INSTALLED_APPS, its models would join
+#: django_skipqueue (the package around them) and name tables no migration creates.
+APP_LABEL = "skipqueue_reservations"
+
 
 class Pool(models.Model):
     """The registry of one item at one location: written by restock and retire only.
@@ -25,6 +29,7 @@ class Pool(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        app_label = APP_LABEL
         permissions = [("restock_pool", "Can restock a pool")]
         constraints = [
             models.UniqueConstraint(
@@ -50,6 +55,9 @@ class Unit(models.Model):
     unit_seq = models.PositiveIntegerField()
     reserved_by = models.BigIntegerField(null=True, blank=True)
     reserved_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        app_label = APP_LABEL
 
     def __str__(self) -> str:
         return f"unit {self.unit_seq} of item {self.item_id} at location {self.location_id}"
@@ -77,6 +85,7 @@ class Reservation(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        app_label = APP_LABEL
         # The sweep's only query: held, ordered by expiry.
         indexes = [models.Index(fields=["state", "expires_at"], name="skipqueue_resv_expiry")]
         permissions = [("release_reservation", "Can release a hold")]
@@ -110,6 +119,7 @@ class LedgerEntry(models.Model):
     created_at = models.DateTimeField()
 
     class Meta:
+        app_label = APP_LABEL
         verbose_name_plural = "ledger entries"
         indexes = [
             models.Index(fields=["item_id", "location_id", "id"], name="skipqueue_ledger_pool")

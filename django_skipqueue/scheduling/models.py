@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from django.db import models
 
+#: Explicit: were the app left out of INSTALLED_APPS, its models would join
+#: django_skipqueue (the package around them) and name tables no migration creates.
+APP_LABEL = "skipqueue_scheduling"
+
 
 class Missed(models.TextChoices):
     # Drop every tick reached later than SKIPQUEUE_SCHEDULER_GRACE after its time.
@@ -70,6 +74,7 @@ class Schedule(models.Model):
     objects = ScheduleQuerySet.as_manager()
 
     class Meta:
+        app_label = APP_LABEL
         db_table = "skipqueue_schedule"
         indexes = [
             # The scheduler's only query shape: enabled = 1 AND next_tick_at <= now ORDER BY it.
@@ -104,6 +109,7 @@ class Tick(models.Model):
     scheduler = models.CharField(max_length=128, blank=True)
 
     class Meta:
+        app_label = APP_LABEL
         db_table = "skipqueue_schedule_tick"
         constraints = [
             models.UniqueConstraint(fields=["schedule", "tick_at"], name="skipqueue_one_tick")

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from django.db import models
 
+#: Explicit: were the app left out of INSTALLED_APPS, its models would join
+#: django_skipqueue (the package around them) and name tables no migration creates.
+APP_LABEL = "skipqueue_workflows"
+
 
 class Kind(models.TextChoices):
     # Jobs enqueued together; done when each of them has ended.
@@ -51,6 +55,7 @@ class Batch(models.Model):
     callback_error = models.TextField(blank=True)
 
     class Meta:
+        app_label = APP_LABEL
         db_table = "skipqueue_batch"
         verbose_name_plural = "batches"
 
@@ -73,6 +78,7 @@ class Member(models.Model):
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="members")
 
     class Meta:
+        app_label = APP_LABEL
         db_table = "skipqueue_batch_member"
 
     def __str__(self) -> str:

@@ -138,6 +138,47 @@ def test_a_migrated_database_passes(monkeypatch):
     assert check_migrated(databases=None) == []  # without --database, nothing is read
 
 
+MODELS_LEFT_OUT = """
+import django
+django.setup()
+from django.apps import apps
+from django_skipqueue.outbox.models import OutboxMessage
+from django_skipqueue.reservations.models import Pool, Unit
+from django_skipqueue.scheduling.models import Schedule
+from django_skipqueue.workflows.models import Batch
+print([model._meta.db_table for model in (OutboxMessage, Pool, Unit, Schedule, Batch)])
+print(",".join(model.__name__ for model in apps.get_app_config("django_skipqueue").get_models()))
+"""
+
+
+def test_models_of_an_app_left_out_keep_their_tables_and_join_no_other_app(tmp_path):
+    """Imported without their app, they would have joined django_skipqueue (the package around
+    them): tables named django_skipqueue_pool, which no migration creates, and models that
+    makemigrations would put in a migration of django_skipqueue."""
+    (tmp_path / "left_out_settings.py").write_text(
+        "from testproject.settings import *  # noqa\n"
+        "INSTALLED_APPS = [a for a in INSTALLED_APPS if a.count('.') != 1"
+        " or not a.startswith('django_skipqueue.')]\n"
+        "SKIPQUEUE_OUTBOX_TOPICS = {}\n"
+    )
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="left_out_settings",
+        PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", MODELS_LEFT_OUT], env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    tables, core_models = done.stdout.splitlines()
+    assert tables == str(
+        ["skipqueue_outbox", "skipqueue_reservations_pool", "skipqueue_reservations_unit",
+         "skipqueue_schedule", "skipqueue_batch"]
+    )  # fmt: skip
+    assert not {"OutboxMessage", "Pool", "Unit", "Schedule", "Batch"} & set(core_models.split(","))
+
+
 # The daemons on a database where only the job queue's app is migrated.
 
 BROKER = "amqp://guest:guest@127.0.0.1:5672/%2F"  # never reached: the start stops first
