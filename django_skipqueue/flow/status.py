@@ -1,15 +1,24 @@
-"""What flow control shows: per key running, waiting and the oldest waiting job; a job's reason."""
+"""What flow control shows: per key running, waiting and the oldest waiting job; a job's reason.
+
+``running`` counts the key's jobs claimed by a worker whose heartbeat is fresh: a slot is held
+from admission (a ready job waiting for any worker holds one) and by the job of a killed
+worker until the reaper frees it, so the key's slot count alone would say "running" while no
+worker runs. Both are shown.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db.models import Q
 
-from django_skipqueue.db.clock import read_db_now
-from django_skipqueue.models import FlowKey, Job, JobStatus
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import DatabaseNowPlus, read_db_now
+from django_skipqueue.models import FlowKey, Job, JobStatus, WorkerProcess
 from django_skipqueue.models.job import WAITING_PREFIX
 
 #: Keys ``skipqueue_status`` lists, the busiest first.
@@ -20,7 +29,10 @@ SHOWN_KEYS = 20
 class KeyLine:
     key: str
     limit: int | None
+    #: Jobs of the key claimed by a live worker.
     running: int
+    #: Slots taken: admitted jobs not yet ended, whether a worker runs them or not.
+    slots_held: int
     waiting: int
     oldest_waiting_seconds: float | None
     rate: str | None
@@ -37,21 +49,39 @@ def flow_status(using: str, limit: int = SHOWN_KEYS) -> list[KeyLine]:
     """
     busy = FlowKey.objects.using(using).filter(Q(running__gt=0) | Q(wake_at__isnull=False))
     now = read_db_now(using)
+    states = list(busy.order_by("-running", "key")[:limit])
+    running = running_on_live_workers(using, [state.key for state in states])
     lines = []
-    for state in busy.order_by("-running", "key")[:limit]:
+    for state in states:
         waiting = Job.objects.using(using).filter(waiting_key=WAITING_PREFIX + state.key)
         oldest = waiting.order_by("id").values_list("enqueued_at", flat=True).first()
         lines.append(
             KeyLine(
                 key=state.key,
                 limit=state.limit,
-                running=state.running,
+                running=running[state.key],
+                slots_held=state.running,
                 waiting=waiting.count(),
                 oldest_waiting_seconds=_age(oldest, now),
                 rate=None if state.rate is None else f"{state.rate}/{state.period:g}s",
             )
         )
     return lines
+
+
+def running_on_live_workers(using: str, keys: Iterable[str]) -> Counter[str]:
+    """Count the jobs of ``keys`` claimed by a worker whose heartbeat is fresh.
+
+    Claimed jobs are few (at most the workers' threads): read on the claim index's status.
+    """
+    stale = get_settings().WORKER_STALE_SECONDS
+    live = WorkerProcess.objects.using(using).filter(
+        last_heartbeat_at__gte=DatabaseNowPlus(-stale)
+    )
+    claimed = Job.objects.using(using).filter(
+        status=JobStatus.CLAIMED, flow_key__in=list(keys), owner__in=live.values("owner")
+    )
+    return Counter(claimed.values_list("flow_key", flat=True))
 
 
 def _age(moment: datetime | None, now: datetime) -> float | None:

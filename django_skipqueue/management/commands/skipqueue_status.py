@@ -133,7 +133,9 @@ def _row(queue: QueueStatus) -> tuple[str, ...]:
     )
 
 
-FLOW_COLUMNS = ("flow key", "limit", "running", "waiting", "oldest waiting", "rate")
+FLOW_COLUMNS = (
+    "flow key", "limit", "running", "slots held", "waiting", "oldest waiting", "rate",
+)  # fmt: skip
 
 
 def render_flows(lines: list[KeyLine]) -> str:
@@ -145,6 +147,7 @@ def render_flows(lines: list[KeyLine]) -> str:
                 line.key,
                 "-" if line.limit is None else str(line.limit),
                 str(line.running),
+                str(line.slots_held),
                 str(line.waiting),
                 format_seconds(line.oldest_waiting_seconds),
                 line.rate or "-",
