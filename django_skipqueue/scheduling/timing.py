@@ -95,11 +95,21 @@ class Timing:
             raise InvalidSchedule(f"bad cron expression {self.cron!r}: {error}", "cron") from None
 
 
+#: The longest time zone name a schedule stores (the column's length).
+MAX_ZONE_NAME = 64
+
+
 def zone(name: str) -> ZoneInfo:
-    """The time zone called ``name``, or InvalidSchedule."""
+    """The time zone called ``name``, or InvalidSchedule.
+
+    A name is looked up as a file of the zone database: one longer than the column (or than
+    a file name may be) is refused before the lookup, and an error of the lookup is its own.
+    """
+    if not isinstance(name, str) or len(name) > MAX_ZONE_NAME:
+        raise InvalidSchedule(f"unknown time zone {name!r:.80}", "time_zone")
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
+    except (ZoneInfoNotFoundError, ValueError, TypeError, OSError):
         raise InvalidSchedule(f"unknown time zone {name!r}", "time_zone") from None
 
 

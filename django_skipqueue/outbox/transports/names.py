@@ -59,7 +59,7 @@ def header_value_problem(value: str) -> str | None:
     bad = _NOT_IN_VALUE.search(value)
     if bad is not None:
         return f"holds {_character(bad.group())} at position {bad.start()}"
-    if value != value.strip(" \t"):
+    if value != value.strip():  # every Unicode blank: a no-break space is trimmed too
         return "starts or ends with a blank (NATS trims it)"
     return None
 
