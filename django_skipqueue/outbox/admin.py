@@ -6,12 +6,14 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from ..admin import cells
 from ..admin.detail import moment
 from ..admin.readonly import ReadOnlyAdmin
 from .models import MessageStatus, OutboxMessage, OutboxRelay
+from .stats import with_relay_state
 from .wakeup import after_commit
 
 
@@ -71,9 +73,15 @@ class OutboxRelayAdmin(ReadOnlyAdmin):
                     "retried", "dead", "confirm")  # fmt: skip
     ordering = ("-started_at",)
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return with_relay_state(super().get_queryset(request))
+
     @admin.display(description="relay", ordering="name")
     def relay(self, row: OutboxRelay) -> SafeString:
-        return cells.clipped(row.name, 32)
+        """The name, and whether the relay lives (a killed one is gone, its row kept)."""
+        state = getattr(row, "state", "")
+        state = format_html('<span class="skipqueue-relay-{}">{}</span>', state, state)
+        return cells.noted(cells.clipped(row.name, 32), state)
 
     @admin.display(description="broker")
     def broker_cell(self, row: OutboxRelay) -> SafeString:
