@@ -44,7 +44,9 @@ class Timing:
     time_zone: str = "UTC"
 
     def __post_init__(self) -> None:
-        if bool(self.cron) == bool(self.interval):
+        if not self.cron and not self.interval:
+            raise InvalidSchedule("give a cron expression or an interval")
+        if self.cron and self.interval:
             raise InvalidSchedule("give either a cron expression or an interval, not both")
         if self.interval is not None and (
             isinstance(self.interval, bool)

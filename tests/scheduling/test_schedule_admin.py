@@ -53,6 +53,7 @@ def user(*codenames: str) -> Client:
         ({"time_zone": "Europe/Pariss"}, "time_zone", "unknown time zone"),
         ({"task_path": "tests.support.tasks.missing"}, "task_path", "missing"),
         ({"cron": "0 3 * * *"}, None, "not both"),
+        ({"cron": "", "interval_seconds": ""}, None, "give a cron expression or an interval"),
     ],
 )
 def test_the_form_refuses_what_no_scheduler_could_run(admin_client, values, field, words):
