@@ -232,7 +232,7 @@ def check_result_bound(
 ) -> list[CheckMessage]:
     """Warn where SKIPQUEUE_MAX_RESULT_BYTES exceeds what the server's max_allowed_packet
     lets one statement carry (``manage.py check --database ALIAS``; runworkers logs it too)."""
-    from django_skipqueue.worker.startup import result_bound_problem
+    from django_skipqueue.db.packets import byte_limits_problem
 
     queue_databases = {database for _, database in _skipqueue_aliases()}
     found: list[CheckMessage] = []
@@ -240,7 +240,7 @@ def check_result_bound(
         if alias not in queue_databases:
             continue
         try:
-            problem = result_bound_problem(alias)
+            problem = byte_limits_problem(alias)
         except DatabaseError:
             continue  # an unreachable database is reported by Django's own checks
         if problem is not None:

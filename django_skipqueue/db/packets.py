@@ -7,6 +7,10 @@ row would take its statement past the limit. Sizes are upper bounds worked out f
 (no second encoding): a quoted ASCII character takes at most two bytes (``\\``, ``'`` and
 ``"`` are escaped), any other at most four. PostgreSQL binds values outside the SQL text
 and SQLite's limit is a gigabyte: there bulks are cut by rows only.
+
+Also the byte limits against that packet: the largest result one statement carries
+(workers lower SKIPQUEUE_MAX_RESULT_BYTES to it) and the check (W005) and start-up line that
+name a byte setting the server cannot carry.
 """
 
 from __future__ import annotations
@@ -14,6 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from django.db import connections
+
+from ..conf import get_settings
 
 #: Bytes of each statement left for its head (INSERT INTO, the column list, RETURNING) and
 #: the protocol's framing.
@@ -89,3 +97,59 @@ def cut(sizes: Iterable[int], budget: int) -> list[range]:
     if index >= start:
         runs.append(range(start, index + 1))
     return runs
+
+
+# The byte limits of results and payloads against the server's packet.
+
+#: What a statement that carries a result needs besides it (the rest of the UPDATE), in bytes.
+PACKET_MARGIN = 64 * 1024
+
+
+def max_allowed_packet(using: str) -> int | None:
+    """Return the server's ``max_allowed_packet``; None where there is no such limit."""
+    connection = connections[using]
+    if connection.vendor != "mysql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@max_allowed_packet")
+        return int(cursor.fetchone()[0])
+
+
+def result_bound(limit: int, packet: int | None) -> int:
+    """Return the largest result, in bytes of JSON, that one statement can carry.
+
+    ``limit`` is SKIPQUEUE_MAX_RESULT_BYTES and ``packet`` the server's max_allowed_packet:
+    in the statement's text, a byte of JSON may take two (a quote or a backslash, escaped).
+    """
+    if packet is None:
+        return limit
+    return max(1, min(limit, (packet - PACKET_MARGIN) // 2))
+
+
+def byte_limits_problem(using: str) -> str | None:
+    """Say so when a byte limit exceeds what the server lets one statement carry.
+
+    SKIPQUEUE_MAX_RESULT_BYTES (workers lower it to fit), SKIPQUEUE_MAX_PAYLOAD_BYTES and
+    SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES (a row at its limit would be refused by the server,
+    error 1153, and its whole bulk rolled back): each against the same bound, a byte of JSON
+    taking up to two in the statement's text.
+    """
+    packet = max_allowed_packet(using)
+    if packet is None:
+        return None
+    settings = get_settings()
+    limits = {
+        "SKIPQUEUE_MAX_RESULT_BYTES": settings.MAX_RESULT_BYTES,
+        "SKIPQUEUE_MAX_PAYLOAD_BYTES": settings.MAX_PAYLOAD_BYTES,
+        "SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES": settings.OUTBOX_MAX_PAYLOAD_BYTES,
+    }
+    bound = result_bound(max(limits.values()), packet)
+    over = [f"{name} ({limit:,})" for name, limit in limits.items() if limit > bound]
+    if not over:
+        return None
+    return (
+        f"{' and '.join(over)} {'is' if len(over) == 1 else 'are'} more than one statement can "
+        f"carry under the max_allowed_packet ({packet:,}) of database {using!r}: results are "
+        f"bounded at {bound:,} bytes, and a payload above that would be refused by the server "
+        "(1153). Lower the setting or raise max_allowed_packet on the server."
+    )

@@ -669,7 +669,8 @@ def _refuse_too_large(connection: Any, raw: Any, payloads: Sequence[bytes]) -> N
     The server would answer it by closing the connection, and the client would see a server
     that went away (2006) for what is a statement too large: the worker took that for an
     outage and sent the same batch again forever. ``skipqueue_max_packet`` is the session's
-    max_allowed_packet, set where it was read (worker/heartbeat.py); not set, nothing is checked.
+    max_allowed_packet, set where it was read (worker/heartbeat.py, through db/packets.py);
+    not set, nothing is checked.
     """
     limit = getattr(connection, "skipqueue_max_packet", None)
     if limit is None:

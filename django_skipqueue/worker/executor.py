@@ -292,7 +292,7 @@ class Executor:
         #: Where a job's start is noted for the supervisor (None: run without one).
         self.started: StartedLog | None = None
         #: Largest JSON return value, in bytes (the worker lowers it at start-up if the
-        #: server's max_allowed_packet could not carry it: see heartbeat.result_bound).
+        #: server's max_allowed_packet could not carry it: see db.packets.result_bound).
         self.max_result_bytes = get_settings().MAX_RESULT_BYTES
 
     def submit(self, running: Running, task: Task) -> None:

@@ -26,6 +26,7 @@ from django.db.models import Sum
 from django_skipqueue.conf import get_settings
 from django_skipqueue.db.clock import DatabaseNow, read_db_now
 from django_skipqueue.db.outage import is_unreachable, outage
+from django_skipqueue.db.packets import max_allowed_packet, result_bound
 from django_skipqueue.models import QueueMinute, WorkerProcess
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.worker.options import WorkerOptions
@@ -126,31 +127,6 @@ def bound_network_waits(using: str) -> dict[str, int]:
         setattr(wrapper, "skipqueue_network_waits", added)  # noqa: B010 - once per connection
         wrapper.close()  # a connection opened before has no timeouts: the next one will
     return added
-
-
-#: What a statement that carries a result needs besides it (the rest of the UPDATE), in bytes.
-PACKET_MARGIN = 64 * 1024
-
-
-def max_allowed_packet(using: str) -> int | None:
-    """Return the server's ``max_allowed_packet``; None where there is no such limit."""
-    connection = connections[using]
-    if connection.vendor != "mysql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT @@max_allowed_packet")
-        return int(cursor.fetchone()[0])
-
-
-def result_bound(limit: int, packet: int | None) -> int:
-    """Return the largest result, in bytes of JSON, that one statement can carry.
-
-    ``limit`` is SKIPQUEUE_MAX_RESULT_BYTES and ``packet`` the server's max_allowed_packet:
-    in the statement's text, a byte of JSON may take two (a quote or a backslash, escaped).
-    """
-    if packet is None:
-        return limit
-    return max(1, min(limit, (packet - PACKET_MARGIN) // 2))
 
 
 def bounded_results(using: str) -> int:

@@ -18,9 +18,7 @@ from django.apps import apps
 from django.db import Error, connections
 from django.db.migrations.executor import MigrationExecutor
 
-from django_skipqueue.conf import get_settings
 from django_skipqueue.db.outage import is_access_denied, outage
-from django_skipqueue.worker.heartbeat import max_allowed_packet, result_bound
 
 logger = logging.getLogger("django_skipqueue.supervisor")
 
@@ -122,32 +120,3 @@ def max_connections(using: str) -> int | None:
     with connection.cursor() as cursor:
         cursor.execute(sql)
         return int(cursor.fetchone()[0])
-
-
-def result_bound_problem(using: str) -> str | None:
-    """Say so when a byte limit exceeds what the server lets one statement carry.
-
-    SKIPQUEUE_MAX_RESULT_BYTES (workers lower it to fit), SKIPQUEUE_MAX_PAYLOAD_BYTES and
-    SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES (a row at its limit would be refused by the server,
-    error 1153, and its whole bulk rolled back): each against the same bound, a byte of JSON
-    taking up to two in the statement's text.
-    """
-    packet = max_allowed_packet(using)
-    if packet is None:
-        return None
-    settings = get_settings()
-    limits = {
-        "SKIPQUEUE_MAX_RESULT_BYTES": settings.MAX_RESULT_BYTES,
-        "SKIPQUEUE_MAX_PAYLOAD_BYTES": settings.MAX_PAYLOAD_BYTES,
-        "SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES": settings.OUTBOX_MAX_PAYLOAD_BYTES,
-    }
-    bound = result_bound(max(limits.values()), packet)
-    over = [f"{name} ({limit:,})" for name, limit in limits.items() if limit > bound]
-    if not over:
-        return None
-    return (
-        f"{' and '.join(over)} {'is' if len(over) == 1 else 'are'} more than one statement can "
-        f"carry under the max_allowed_packet ({packet:,}) of database {using!r}: "
-        f"{bound:,} bytes (results are bounded there; a larger payload would be refused by "
-        "the server). Lower the setting or raise max_allowed_packet on the server."
-    )

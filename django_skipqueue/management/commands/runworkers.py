@@ -19,6 +19,7 @@ from django.db import Error
 from django_skipqueue.backend import QUEUE_NAME_PATTERN, SkipQueueBackend
 from django_skipqueue.conf import get_settings
 from django_skipqueue.db.outage import explain
+from django_skipqueue.db.packets import byte_limits_problem
 from django_skipqueue.management.arguments import (
     add_backend,
     backend_named,
@@ -33,7 +34,6 @@ from django_skipqueue.worker.options import WorkerOptions
 from django_skipqueue.worker.owner import owner_id
 from django_skipqueue.worker.startup import (
     pool_size,
-    result_bound_problem,
     unapplied_migrations,
     wait_for_database,
 )
@@ -168,7 +168,7 @@ class Command(BaseCommand):
         worker_options = self._worker_options(options)
         self._check_migrated(worker_options.database)
         self._check_pool(options, worker_options.database)
-        if problem := result_bound_problem(worker_options.database):
+        if problem := byte_limits_problem(worker_options.database):
             logging.getLogger("django_skipqueue.supervisor").warning("%s", problem)
         endpoint = self._metrics_endpoint(options["metrics_port"], options["metrics_host"])
         owner = owner_id()
