@@ -44,8 +44,9 @@ def clipped(text: str, length: int = CLIPPED) -> SafeString:
 
 
 def dotted(path: str) -> SafeString:
-    """Render a dotted path that may wrap after its dots and underscores (never inside names)."""
-    return _joined(re.split(r"(?<=[._])", path))
+    """Render a path (dotted, or a time zone's) that may wrap after its dots, underscores and
+    slashes, never inside a name."""
+    return _joined(re.split(r"(?<=[._/])", path))
 
 
 def _breakable(text: str) -> SafeString:

@@ -143,7 +143,7 @@ class ScheduleAdmin(CheckedSelection):
 
     @admin.display(description="timing")
     def timing_cell(self, schedule: Schedule) -> SafeString:
-        return cells.noted(schedule.timing, schedule.time_zone)
+        return cells.noted(schedule.timing, cells.dotted(schedule.time_zone))
 
     @admin.display(description="next tick (UTC)", ordering="next_tick_at")
     def next_tick(self, schedule: Schedule) -> SafeString:

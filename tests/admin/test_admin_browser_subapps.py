@@ -46,8 +46,9 @@ LISTS = {
     "skipqueue_workflows/batch": ["Progress", "Finished"],
 }
 
-#: The page's width against the window's, the table's against its box, and each header's
-#: right edge against the box's (a header scrolled out of it is not shown, whatever its CSS).
+#: The page's width against the window's, the table's against its box, each header's right
+#: edge against the box's (a header scrolled out of it is not shown, whatever its CSS), and the
+#: parts of task paths (between <wbr>s) that wrap inside a name ("DoesNotExi st").
 SIZES_JS = """() => ({
     page: document.documentElement.scrollWidth, window: window.innerWidth,
     results: document.querySelector('.results').scrollWidth,
@@ -56,6 +57,10 @@ SIZES_JS = """() => ({
         document.querySelector('.results').getBoundingClientRect().right),
     headers: Object.fromEntries([...document.querySelectorAll('#result_list thead th')].map(
         th => [th.innerText.trim(), th.getBoundingClientRect().right])),
+    cut: [...document.querySelectorAll('#result_list td.field-task')].flatMap(
+        td => [...td.childNodes].filter(node => node.nodeType === 3 && node.data.trim()).filter(
+            node => { const r = document.createRange(); r.selectNodeContents(node);
+                      return r.getClientRects().length > 1; }).map(node => node.data)),
 })"""
 
 
@@ -119,6 +124,8 @@ def misfits(path: str, wanted: list[str], sizes: dict) -> list[str]:
     problems = []
     if sizes["page"] > sizes["window"] or sizes["results"] > sizes["shown"]:
         problems.append(f"{path}: overflows: {sizes}")
+    if sizes["cut"]:
+        problems.append(f"{path}: task path names cut mid-word: {sizes['cut']}")
     # Headers may say their unit after the name: "Expires (UTC)".
     headers = {name.lower(): right for name, right in sizes["headers"].items()}
     for name in wanted:
