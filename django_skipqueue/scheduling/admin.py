@@ -99,7 +99,7 @@ class ScheduleAdmin(CheckedSelection):
         "last_job",
         "missed_ticks",
         "last_error",
-        "updated_at",
+        "updated",
     )
 
     def has_run_permission(self, request: HttpRequest) -> bool:
@@ -130,6 +130,10 @@ class ScheduleAdmin(CheckedSelection):
             obj.save(using=using)
             return
         obj.save(using=using, update_fields=[*fields, "updated_at"])
+
+    @admin.display(description="updated (UTC)")
+    def updated(self, schedule: Schedule) -> SafeString:
+        return cells.when(schedule.updated_at)
 
     @admin.display(description="name", ordering="name")
     def title(self, schedule: Schedule) -> SafeString:
