@@ -8,7 +8,8 @@ from enum import IntEnum
 from django_skipqueue.conf import get_settings
 from django_skipqueue.durations import format_seconds
 from django_skipqueue.monitoring.dbhealth import DatabaseHealth
-from django_skipqueue.monitoring.stats import StatusReport
+from django_skipqueue.monitoring.stats import QueueStatus, StatusReport
+from django_skipqueue.states import JobStatus
 
 
 class Unhealthy(IntEnum):
@@ -21,6 +22,7 @@ class Unhealthy(IntEnum):
     HISTORY_TOO_LONG = 7
     TRANSACTION_TOO_OLD = 8
     SCHEDULE_OVERDUE = 9
+    QUEUE_UNSERVED = 10
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ def problems(report: StatusReport, thresholds: Thresholds) -> list[Problem]:
         *_workers(report),
         *_ready_age(report, thresholds.max_ready_age),
         *_reaper(report, thresholds.max_reaper_age),
+        *_unserved(report),
     ]
 
 
@@ -76,6 +79,28 @@ def _ready_age(report: StatusReport, limit: float) -> list[Problem]:
         and queue.oldest_ready_age is not None
         and queue.oldest_ready_age > limit
     ]
+
+
+def _unserved(report: StatusReport) -> list[Problem]:
+    """Queues with ready jobs that no live worker serves, while workers live (else: status 3).
+
+    Their jobs would wait forever, long before their age reaches ``--max-ready-age``.
+    """
+    if not report.workers.live:
+        return []
+    return [
+        Problem(
+            Unhealthy.QUEUE_UNSERVED,
+            f"queue {queue.name}: {ready} ready job(s) and no live worker serves it",
+        )
+        for queue in report.queues
+        if not queue.paused and not queue.live_workers and (ready := _ready(queue))
+    ]
+
+
+def _ready(queue: QueueStatus) -> int:
+    count = queue.counts.get(JobStatus.READY)
+    return count.value if count is not None else 0
 
 
 def _reaper(report: StatusReport, limit: float) -> list[Problem]:

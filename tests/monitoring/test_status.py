@@ -148,7 +148,7 @@ def health(*args: str) -> tuple[int, str]:
 
 def test_health_is_ok_with_a_live_worker_a_recent_reaper_and_young_jobs(capsys):
     fill_queues()
-    add_worker("a", ["default"])
+    add_worker("a", ["default", "emails"])
     record_reaper(seconds_ago=3)
     assert health() == (0, "")
     assert capsys.readouterr().out.startswith("OK: 1 live worker")
@@ -175,6 +175,19 @@ def test_health_fails_with_its_own_status_and_reason(case, code, reason, capsys)
         Job.objects.update(enqueued_at=timezone.now() - timedelta(minutes=10))
     assert health("--max-ready-age", "300", "--max-reaper-age", "60")[0] == code
     assert f"UNHEALTHY: {reason}" in capsys.readouterr().err
+
+
+def test_a_queue_with_ready_jobs_and_no_live_worker_serving_it_fails_health(capsys):
+    add_worker("a", ["default"])
+    add_worker("b", ["emails"], seconds_ago=600)  # killed: stale
+    record_reaper()
+    noop.using(queue_name="emails").enqueue()
+    assert health()[0] == 10
+    assert "UNHEALTHY: queue emails: 1 ready job(s) and no live worker serves it" in (
+        capsys.readouterr().err
+    )
+    queues.pause("emails")
+    assert health()[0] == 0
 
 
 def test_a_paused_queue_may_age_without_failing_health(capsys):
