@@ -15,11 +15,13 @@ from django.db import DatabaseError, close_old_connections
 
 from ..conf import get_settings
 from ..db.clock import DatabaseNow
+from ..db.outage import is_unreachable, outage
 from ..exceptions import BrokerUnavailable
 from ..wakeup import Waker
 from ..worker.owner import owner_id
 from . import partitions
 from .models import OutboxRelay
+from .reach import BrokerReach, say_held
 from .relay import Relay, Round
 from .transports import Transport, redact, transport_for
 from .wakeup import named_partitions
@@ -28,6 +30,9 @@ logger = logging.getLogger("django_skipqueue.outbox.relay")
 
 #: Seconds a relay waits before looking again when other relays hold every partition with work.
 BLOCKED_PAUSE = 0.05
+#: Failed rounds in a row after which a --burst relay gives up (exit 1): with the backoff of
+#: 0.2 s then 0.4 s between them, a few seconds at most per broker or database timeout.
+BURST_FAILURES = 3
 
 
 @dataclass(slots=True)
@@ -61,6 +66,9 @@ class RelayProcess:
         self._transport: Transport = transport_for(broker_url)
         self._relay = Relay(using, self._transport, self.name)
         self._failures = 0
+        self._declared = False
+        self._said_held = False
+        self._broker = BrokerReach(redact(broker_url))
         #: Partitions the last wake-up named, for the next round.
         self._hint: frozenset[int] | None = None
         #: When the last heartbeat was written, and the messages sent by then.
@@ -72,7 +80,6 @@ class RelayProcess:
         self._register()
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
-            self._connect(declare=settings.OUTBOX_DECLARE)
             self._loop()
         finally:
             for signum, handler in previous.items():
@@ -97,6 +104,9 @@ class RelayProcess:
             if done is not None and done.busy:
                 continue
             if done is not None and done.blocked:
+                if self.burst and not self._said_held:
+                    self._said_held = True
+                    say_held(self.using, get_settings().HEARTBEAT_SECONDS)
                 # Other relays hold the partitions with work for one round: look again soon.
                 self._waker.wait(BLOCKED_PAUSE, listen=True)
                 continue
@@ -121,33 +131,45 @@ class RelayProcess:
     def _round(self, hint: frozenset[int] | None = None) -> Round | None:
         """Run a round; None if the broker or the database failed (the caller backs off)."""
         try:
-            if self._failures:
-                self._connect(declare=False)
+            if self._failures or not self._declared:
+                self._connect()
             done = self._relay.run_round(hint)
         except BrokerUnavailable as error:
-            self._failed("broker", error)
+            self._broker.failed(error)
+            self._failed(error)
             return None
         except DatabaseError as error:
             close_old_connections()
-            self._failed("database", error)
+            self._database_failed(error)
             return None
         self._failures = 0
+        self._broker.recovered()
+        outage(self.using).recovered()
         self.totals.add(done)
         return done
 
-    def _connect(self, *, declare: bool) -> None:
+    def _connect(self) -> None:
+        """(Re)connect; the first time, declare the destinations (SKIPQUEUE_OUTBOX_DECLARE)."""
         self._transport.close()
         self._transport.connect()
-        if declare:
+        if not self._declared and get_settings().OUTBOX_DECLARE:
             topics = get_settings().OUTBOX_TOPICS
             self._transport.declare(sorted({d or t for t, d in topics.items()}))
+        self._declared = True
 
-    def _failed(self, what: str, error: Exception) -> None:
+    def _database_failed(self, error: DatabaseError) -> None:
+        """An unreachable database is an outage (a line when it starts and ends); another
+        error is a line per round."""
+        if is_unreachable(error):
+            outage(self.using).failed(error)
+        else:
+            logger.warning("relay round failed cause=database error=%r", error)
+        self._failed(error)
+
+    def _failed(self, error: Exception) -> None:
+        """Count a failed round; a --burst relay gives up after BURST_FAILURES in a row."""
         self._failures += 1
-        logger.warning(
-            "relay round failed cause=%s failures=%d error=%s", what, self._failures, error
-        )
-        if self.burst and self._failures >= 3:
+        if self.burst and self._failures >= BURST_FAILURES:
             raise error
 
     def _idle(self, failing: bool) -> None:
@@ -159,7 +181,8 @@ class RelayProcess:
         try:
             self._transport.keepalive()
         except BrokerUnavailable as error:
-            self._failed("broker", error)
+            self._broker.failed(error)
+            self._failed(error)
             return
         heard = self._waker.wait(settings.OUTBOX_IDLE_POLL_SECONDS, listen=True)
         if heard:

@@ -7,7 +7,9 @@ it starts, as it outlives one that goes away later.
 
 from __future__ import annotations
 
+import argparse
 import logging
+import os
 import socket
 import sys
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,7 @@ from django_skipqueue.management.arguments import (
     positive_int,
     prefetch_count,
     queue_list,
+    url_with_scheme,
 )
 from django_skipqueue.worker.options import WorkerOptions
 from django_skipqueue.worker.owner import owner_id
@@ -42,6 +45,8 @@ from django_skipqueue.worker.supervisor import Supervisor, default_maintenance
 if TYPE_CHECKING:
     from django_skipqueue.monitoring.exporter import Endpoint
 
+#: Read for --relay alone when the setting is None, as skipqueue_relay does.
+BROKER_VARIABLE = "SKIPQUEUE_OUTBOX_BROKER_URL"
 LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
 
 
@@ -204,10 +209,17 @@ class Command(BaseCommand):
             return None
         if not apps.is_installed("django_skipqueue.outbox"):
             raise CommandError("--relay needs django_skipqueue.outbox in INSTALLED_APPS.")
-        url = option or get_settings().OUTBOX_BROKER_URL
+        from django_skipqueue.outbox.transports import SCHEMES, redact
+
+        url = option or get_settings().OUTBOX_BROKER_URL or os.environ.get(BROKER_VARIABLE)
         if not url:
-            raise CommandError("--relay needs a URL or SKIPQUEUE_OUTBOX_BROKER_URL.")
-        return url
+            raise CommandError(
+                f"--relay needs a URL or {BROKER_VARIABLE} (a setting or an environment variable)."
+            )
+        try:
+            return url_with_scheme(SCHEMES, shown=redact)(url)
+        except argparse.ArgumentTypeError as error:
+            raise CommandError(f"--relay {error}") from None
 
     def _worker_options(self, options: dict[str, Any]) -> WorkerOptions:
         backend = backend_named(options["backend"])

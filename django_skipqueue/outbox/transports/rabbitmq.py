@@ -59,7 +59,7 @@ class RabbitMQTransport(Transport):
         try:
             self._connection = pika.BlockingConnection(parameters(self.url))
             self._open_channel()
-        except pika.exceptions.AMQPError as error:
+        except (pika.exceptions.AMQPError, OSError) as error:  # OSError: a name not found
             self.close()
             raise BrokerUnavailable(f"RabbitMQ unreachable: {error!r}") from error
 

@@ -8,11 +8,13 @@ from argparse import ArgumentParser
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DEFAULT_DB_ALIAS
+from django.db import DEFAULT_DB_ALIAS, DatabaseError
 
 from django_skipqueue.conf import get_settings
+from django_skipqueue.db.outage import explain
 from django_skipqueue.exceptions import BrokerUnavailable
 from django_skipqueue.management.arguments import database_named, url_with_scheme
+from django_skipqueue.management.daemons import database_ready, show_logs
 from django_skipqueue.management.database import require_migrated
 from django_skipqueue.outbox.process import RelayProcess
 from django_skipqueue.outbox.transports import SCHEMES, redact
@@ -52,6 +54,14 @@ class Command(BaseCommand):
             help="Database alias of the outbox table (default: %(default)r).",
         )
 
+    def execute(self, *args: Any, **options: Any) -> Any:
+        """Wait for the database before the checks and the loop (--burst: one line, exit 1)."""
+        show_logs(options["verbosity"])
+        using = database_named(options["database"])
+        if database_ready(using, once=options["burst"]):
+            return super().execute(*args, **options)
+        return None
+
     def handle(self, *args: Any, **options: Any) -> None:
         url = options["broker"] or _setting_url()
         using = database_named(options["database"])
@@ -67,6 +77,8 @@ class Command(BaseCommand):
             totals = relay.run()
         except BrokerUnavailable as error:
             raise CommandError(f"The broker stayed unreachable: {error}") from error
+        except DatabaseError as error:  # --burst only: a loop waits for it
+            raise CommandError(explain(using, error)) from error
         self.stdout.write(
             f"sent {totals.sent}, retried {totals.retried}, dead letters {totals.dead}, "
             f"resent after an unsettled claim {totals.resent}"

@@ -6,9 +6,9 @@ from argparse import ArgumentParser
 from typing import Any
 
 from django.core.management.base import BaseCommand
-from django.db import DatabaseError, close_old_connections
 
 from django_skipqueue.management.arguments import positive_float, positive_int
+from django_skipqueue.management.daemons import database_ready, show_logs, turn
 from django_skipqueue.management.database import require_migrated
 from django_skipqueue.management.interrupts import stop_requested
 from django_skipqueue.reservations.sweep import release_expired
@@ -39,6 +39,14 @@ class Command(BaseCommand):
             help="Database alias of the pools (default: SKIPQUEUE_RESERVATION_DATABASE).",
         )
 
+    def execute(self, *args: Any, **options: Any) -> Any:
+        """Wait for the database before the checks and the loop (one pass: one line, exit 1)."""
+        show_logs(options["verbosity"])
+        using = options["database"] or pool_database()
+        if database_ready(using, once=not options["interval"]):
+            return super().execute(*args, **options)
+        return None
+
     def handle(self, *args: Any, **options: Any) -> None:
         using = options["database"] or pool_database()
         require_migrated(using, "django_skipqueue.reservations")
@@ -52,10 +60,8 @@ class Command(BaseCommand):
         self.stdout.write(f"sweeping every {options['interval']:g}s; Ctrl-C stops")
         with stop_requested() as stop:
             while not stop.is_set():
-                close_old_connections()
-                try:
-                    self.stdout.write(f"released={sweep()}")
-                except DatabaseError as error:
-                    self.stderr.write(f"sweep failed, retrying at the next turn: {error}")
+                released = turn(using, sweep, "sweep")
+                if released is not None:
+                    self.stdout.write(f"released={released}")
                 stop.wait(options["interval"])
         self.stdout.write("stopped")

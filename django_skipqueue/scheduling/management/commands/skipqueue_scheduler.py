@@ -6,10 +6,10 @@ from argparse import ArgumentParser
 from typing import Any
 
 from django.core.management.base import BaseCommand
-from django.db import DatabaseError, close_old_connections
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.management.arguments import positive_float
+from django_skipqueue.management.daemons import database_ready, show_logs, turn
 from django_skipqueue.management.database import require_migrated
 from django_skipqueue.management.interrupts import stop_requested
 from django_skipqueue.scheduling.definition import schedule_database
@@ -34,6 +34,13 @@ class Command(BaseCommand):
             "--once", action="store_true", help="Run one turn, print the ticks enqueued, exit."
         )
 
+    def execute(self, *args: Any, **options: Any) -> Any:
+        """Wait for the database before the checks and the loop (--once: one line, exit 1)."""
+        show_logs(options["verbosity"])
+        if database_ready(schedule_database(), once=options["once"]):
+            return super().execute(*args, **options)
+        return None
+
     def handle(self, *args: Any, **options: Any) -> None:
         using = schedule_database()
         require_migrated(using, "django_skipqueue", "django_skipqueue.scheduling")
@@ -45,10 +52,6 @@ class Command(BaseCommand):
         self.stdout.write(f"scheduling every {interval:g}s; Ctrl-C stops")
         with stop_requested() as stop:
             while not stop.is_set():
-                close_old_connections()
-                try:
-                    scheduler.run_due()
-                except DatabaseError as error:
-                    self.stderr.write(f"turn failed, retrying at the next one: {error}")
+                turn(using, scheduler.run_due, "scheduler turn")
                 stop.wait(interval)
         self.stdout.write("stopped")
