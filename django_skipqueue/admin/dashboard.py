@@ -18,7 +18,7 @@ from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
 
 from django_skipqueue import queues
-from django_skipqueue.admin import charts
+from django_skipqueue.admin import charts, subapps
 from django_skipqueue.admin.figures import Dashboard, gather
 from django_skipqueue.admin.scope import admin_database
 from django_skipqueue.compat import InvalidTask
@@ -68,6 +68,7 @@ def dashboard_view(model_admin: Any, request: HttpRequest) -> TemplateResponse:
         "reaper_age": format_seconds(board.report.reaper_age),
         "stale_seconds": format_seconds(get_settings().WORKER_STALE_SECONDS),
         "outbox": _outbox(outbox_status(admin_database())),
+        "others": subapps.as_context(admin_database()),
     }
     return TemplateResponse(request, "admin/django_skipqueue/dashboard.html", context)
 
