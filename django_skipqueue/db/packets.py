@@ -15,7 +15,6 @@ name a byte setting the server cannot carry.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -62,11 +61,6 @@ def in_json_bytes(text: str) -> int:
     """An upper bound of the bytes ``text`` takes as a string inside quoted JSON text: ``\\"``
     for a quote, ``\\\\u00e9`` for a non-ASCII character (two escapes beyond the BMP)."""
     return (4 if text.isascii() else 14) * len(text) + 8
-
-
-def json_bytes(value: Any) -> int:
-    """An upper bound of the bytes ``value`` takes quoted as JSON text (one encoding)."""
-    return 2 * len(json.dumps(value)) + 2  # ensure_ascii: the text is ASCII
 
 
 def column_bytes(values: Sequence[Any]) -> int:

@@ -20,7 +20,7 @@ from ..conf import get_settings
 from ..db import packets
 from ..exceptions import DuplicateMessage, InvalidMessage, MessageTooLarge, UnknownTopic
 from ..payload import unstorable_json
-from .models import OutboxMessage
+from .models import CompactJSONEncoder, OutboxMessage
 from .transports import names
 
 MAX_FIELD = 255
@@ -72,14 +72,17 @@ def _runs(rows: list[OutboxMessage], connection: Any) -> list[range]:
     budget = packets.packet_budget(connection) if len(rows) > 1 else None
     if budget is None:
         return [range(len(rows))]
-    fixed = [_text_bytes(row) for row in rows]
-    bound = 2 * get_settings().OUTBOX_MAX_PAYLOAD_BYTES + 2
-    if sum(fixed) + len(rows) * bound <= budget:
+    sizes = [_text_bytes(row) + 2 * _payload_bytes(row) + 2 for row in rows]
+    if sum(sizes) <= budget:
         return [range(len(rows))]
-    return packets.cut(
-        [size + packets.json_bytes(row.payload) for size, row in zip(fixed, rows, strict=True)],
-        budget,
-    )
+    return packets.cut(sizes, budget)
+
+
+def _payload_bytes(row: OutboxMessage) -> int:
+    """The bytes of the row's payload as compact JSON: measured by publish()'s check (no
+    second encoding), or measured here for a row built elsewhere."""
+    size: int | None = getattr(row, "payload_bytes", None)
+    return size if size is not None else len(CompactJSONEncoder().encode(row.payload))
 
 
 def _text_bytes(row: OutboxMessage) -> int:
@@ -148,14 +151,17 @@ def _row(message: Message) -> OutboxMessage:
     message_id = message.message_id if message.message_id is not None else uuid.uuid4().hex
     _check_text("message_id", message_id, allow_empty=False)
     _check_name("message_id", message_id, _id_problem)
-    return OutboxMessage(
+    payload, size = _checked_payload(message.payload, settings.OUTBOX_MAX_PAYLOAD_BYTES)
+    row = OutboxMessage(
         partition=partition_of(message.key, settings.OUTBOX_PARTITIONS),
         topic=message.topic,
         key=message.key,
         message_id=message_id,
-        payload=_checked_payload(message.payload, settings.OUTBOX_MAX_PAYLOAD_BYTES),
+        payload=payload,
         headers=_checked_headers(_traced(message.headers)),
     )
+    row.payload_bytes = size  # type: ignore[attr-defined]  # what _runs() cuts bulks by
+    return row
 
 
 def _traced(headers: Any) -> Any:
@@ -165,9 +171,9 @@ def _traced(headers: Any) -> Any:
     return tracing.with_context(headers) if tracing.enabled() else headers
 
 
-def _checked_payload(payload: Any, limit: int) -> Any:
-    """Return ``payload`` if JSON carries it unchanged, every database stores it alike and it
-    fits ``limit`` bytes."""
+def _checked_payload(payload: Any, limit: int) -> tuple[Any, int]:
+    """Return ``payload`` and its size as compact JSON, if JSON carries it unchanged, every
+    database stores it alike and it fits ``limit`` bytes."""
     if payload is None:
         raise InvalidMessage(
             "The outbox payload is None, which the outbox column cannot tell from no payload: "
@@ -192,7 +198,7 @@ def _checked_payload(payload: Any, limit: int) -> Any:
             f"The outbox payload is {len(encoded)} bytes of JSON, over the {limit} byte limit "
             "(SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES). Publish a reference to the data instead."
         )
-    return payload
+    return payload, len(encoded)
 
 
 def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
