@@ -178,6 +178,7 @@ class NatsTransport(Transport):
                 logger.debug("closing the NATS connection failed", exc_info=True)
         loop, self._loop = self._loop, None
         if loop is not None:
+            _cancel_pending(loop)
             loop.close()
 
     def _run(self, coroutine: Any) -> Any:
@@ -185,6 +186,16 @@ class NatsTransport(Transport):
             coroutine.close()
             raise BrokerUnavailable("NATS connection is closed")
         return self._loop.run_until_complete(coroutine)
+
+
+def _cancel_pending(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what nats-py left running on a connection lost (its read loop, subscriptions):
+    closed with them, the loop printed "Task was destroyed but it is pending!" per task."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 def _refusals_answered(js: Any) -> Callable[[Any], Awaitable[None]]:
