@@ -10,12 +10,15 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
-from django_skipqueue.outbox import publish
-from django_skipqueue.outbox.models import OutboxMessage
-from tests.support.brokers import NatsStream, RabbitQueue
+from django_skipqueue.conf import get_settings
+from django_skipqueue.outbox import partitions, publish
+from django_skipqueue.outbox.models import OutboxMessage, OutboxPartition
+from tests.support.brokers import NatsStream, RabbitQueue, rabbitmq_vhost
 from tests.support.daemons import Daemon, Run, run_once
 from tests.support.mariadb_server import PrivateMariaDB, available, free_port
 from tests.support.private_brokers import PrivateNats, PrivateRabbitMQ
@@ -177,3 +180,25 @@ def test_the_daemons_wait_for_their_database(server, manage_py, child_env, tmp_p
     finally:
         for daemon in [*waiting.values(), *stopping.values()]:
             daemon.kill()
+
+
+@pytest.mark.rabbitmq
+def test_a_burst_says_why_it_waits_for_the_lease_of_a_stopped_relay(manage_py, child_env):
+    message = publish("orders", {"n": 1}, key="k", message_id="behind-a-lease")
+    partitions.ensure_partitions("default", get_settings().OUTBOX_PARTITIONS)
+    with rabbitmq_vhost() as url:
+        RabbitQueue(url, "orders", "orders-seen").close()
+        until = timezone.now() + timedelta(seconds=8)  # the relay starts in a second or two
+        OutboxPartition.objects.filter(number=message.partition).update(
+            owner="killed-relay", lease_until=until
+        )
+        run = run_once(manage_py, child_env, "skipqueue_relay", "--burst", "--broker", url)
+    assert run.code == 0, run.lines
+    said = [line for line in run.lines if "waiting up to" in line]
+    assert len(said) == 1, run.lines
+    assert (
+        f"for the lease of partitions {message.partition} held by a relay that stopped "
+        "without giving them back relays=killed-relay"
+    ) in said[0]
+    assert 2 < run.seconds < 30, run.seconds
+    assert not OutboxMessage.objects.exists()
