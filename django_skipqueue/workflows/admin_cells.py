@@ -100,7 +100,7 @@ def _callback_state(batch: Batch, name: str, job_id: int | None) -> SafeString |
 
 
 def members(batch: Batch) -> SafeString:
-    """The member jobs (failed first, at most ``SHOWN``), each linked to its page."""
+    """The member jobs (failed first, at most ``SHOWN``) and nested batches, each linked."""
     jobs = _member_jobs(batch)
     listed = format_html_join("", "<tr>{}</tr>", ((_member_row(job),) for job in jobs))
     more = batch.members.count() - len(jobs) if len(jobs) >= SHOWN else 0
@@ -108,9 +108,26 @@ def members(batch: Batch) -> SafeString:
     head = "<th>Job</th><th>Task</th><th>Status</th><th>Finished (UTC)</th>"
     return format_html(
         '<table class="skipqueue-table skipqueue-members"><thead><tr>{}</tr></thead>'
-        "<tbody>{}</tbody></table>{}",
-        SafeString(head), listed, tail,
+        "<tbody>{}</tbody></table>{}{}",
+        SafeString(head), listed, tail, _nested(batch),
     )  # fmt: skip
+
+
+def _nested(batch: Batch) -> SafeString | str:
+    """The nested batches and chains (each one member), failed first, each linked."""
+    children = list(batch.children.order_by("-failed", "pk")[:SHOWN])
+    if not children:
+        return ""
+    links = format_html_join(
+        ", ",
+        '<a href="{}" data-batch="{}">{}</a> ({})',
+        (
+            (reverse("admin:skipqueue_workflows_batch_change", args=[child.pk]), child.pk,
+             child, outcome(child))
+            for child in children
+        ),
+    )  # fmt: skip
+    return format_html('<p class="skipqueue-nested">Nested: {}</p>', links)
 
 
 def _member_jobs(batch: Batch) -> list[Job]:
