@@ -49,6 +49,8 @@ from tests.support.docpages import Block, Directive, items
 from tests.support.reader_admin import ReaderAdmin
 from tests.support.reader_processes import ReaderProcesses, free_port, wait_for_port
 
+#: The first line of a list of apps whose entries start with "# ..." (the reader's own apps).
+KEEP_APPS = re.compile(r"^(INSTALLED_APPS = \[\n)(\s+)# \.\.\.$", re.MULTILINE)
 FILE_MARKER = re.compile(r"^# (\S+?)(: add at the end)?( \(SQLite only\))?$")
 #: pip distribution name -> the module that proves it is installed.
 MODULES = {"django-skipqueue": "django_skipqueue", "pytest-django": "pytest_django"}
@@ -299,6 +301,10 @@ class Runner(ReaderProcesses, ReaderAdmin):
 
     def replace(self, text: str) -> str:
         text = as_on_this_django(text)
+        # "# ..." in a list of apps stands for the reader's own apps: keep the project's.
+        text, kept = KEEP_APPS.subn(r"\1\2*INSTALLED_APPS,  # ...", text)
+        if kept:
+            text += "\nINSTALLED_APPS = list(dict.fromkeys(INSTALLED_APPS))\n"
         text = text.replace("127.0.0.1:8000", f"127.0.0.1:{self.port}")
         for old, new in self.replacements.items():
             text = text.replace(old, new)
