@@ -86,8 +86,8 @@ class RelayProcess:
                 signal.signal(signum, handler)
             try:
                 self._relay.give_back()
-            except DatabaseError:
-                logger.warning("could not give back the next claim", exc_info=True)
+            except DatabaseError as error:
+                logger.warning("could not give back the next claim error=%r", error)
             self._transport.close()
             self._unregister()
             self._waker.close()
@@ -214,8 +214,12 @@ class RelayProcess:
                 confirm_ms=done.confirm_seconds * 1000 if done and done.sent else None,
                 publish_rate=(sent - sent_before) / max(now - before, 1e-3),
             )
-        except DatabaseError:
-            logger.warning("relay heartbeat failed", exc_info=True)
+        except DatabaseError as error:
+            close_old_connections()
+            if is_unreachable(error):  # the outage's lines say it: no traceback per heartbeat
+                outage(self.using).failed(error)
+            else:
+                logger.warning("relay heartbeat failed error=%r", error)
 
     def _unregister(self) -> None:
         try:
@@ -223,5 +227,5 @@ class RelayProcess:
             OutboxRelay.objects.using(self.using).filter(name=self.name).update(
                 stopped_at=DatabaseNow()
             )
-        except DatabaseError:
-            logger.warning("could not mark the relay stopped", exc_info=True)
+        except DatabaseError as error:
+            logger.warning("could not mark the relay stopped error=%r", error)

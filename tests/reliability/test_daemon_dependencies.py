@@ -172,11 +172,18 @@ def test_the_daemons_wait_for_their_database(server, manage_py, child_env, tmp_p
         for name, daemon in waiting.items():
             wait_for(lambda d=daemon: d.count(f"database {BACK}"), 30, what=f"{name} back")
         time.sleep(1.5)
-        for name, daemon in waiting.items():
+        for daemon in waiting.values():
             lines = daemon.lines()
             assert_quiet(lines[: lines.index(next(x for x in lines if BACK in x)) + 1], 2)
+
+        server.stop()  # gone again while they run: a line each, then SIGTERM while it is away
+        for name, daemon in waiting.items():
+            wait_for(lambda d=daemon: d.count(f"database {DOWN}") == 2, 30, what=f"{name} down")
+        time.sleep(2)
+        for daemon in waiting.values():
             stopped(daemon, signal.SIGTERM)
-            assert "Traceback" not in "\n".join(daemon.lines()), name
+            text = "\n".join(daemon.lines())
+            assert "Traceback" not in text and daemon.count(f"database {DOWN}") == 2, text
     finally:
         for daemon in [*waiting.values(), *stopping.values()]:
             daemon.kill()
