@@ -20,9 +20,7 @@ def classes(job):
     return [error["exception_class_path"].rsplit(".", 1)[-1] for error in job.errors]
 
 
-def test_only_the_jobs_that_had_started_spend_an_attempt(
-    backend, child_env, manage_py, tmp_path
-):
+def test_only_the_jobs_that_had_started_spend_an_attempt(backend, child_env, manage_py, tmp_path):
     # Two threads and four jobs claimed ahead: the first claim takes all six. The sleeper
     # and the killer start; the four innocent jobs wait for a thread when the killer fires
     # (SKIPQUEUE_PREFETCH_MAX_WAIT long enough that the worker keeps them until then).
