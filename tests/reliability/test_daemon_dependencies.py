@@ -209,3 +209,12 @@ def test_a_burst_says_why_it_waits_for_the_lease_of_a_stopped_relay(manage_py, c
     ) in said[0]
     assert 2 < run.seconds < 30, run.seconds
     assert not OutboxMessage.objects.exists()
+
+
+def test_runworkers_relay_url_errors_hide_the_password(manage_py, child_env):
+    run = run_once(manage_py, child_env, "runworkers", "--burst", "--relay", "http://u:secret@h/")
+    assert run.code == 1, run.lines
+    assert run.lines[-1] == (
+        "CommandError: --relay must start with amqp://, amqps://, nats://, tls://, "
+        "not 'http://u:***@h/'"
+    ), run.lines
