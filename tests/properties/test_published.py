@@ -26,7 +26,9 @@ from django_skipqueue.outbox.transports.rabbitmq import RabbitMQTransport
 from tests.properties.strategies import hostile_text, json_values, run, seeded
 from tests.support.brokers import NATS_PORT, NatsStream, RabbitQueue, Received, rabbitmq_vhost
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The relay's claims differ by database and run on each in tests/outbox; what this checks, the
+# wire between publish() and a consumer, does not: MariaDB runs it.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.vendor_neutral]
 
 messages = st.lists(
     st.tuples(
