@@ -81,6 +81,24 @@ def wait_then_record(context: TaskContext, proceed: str = "", label: str = "") -
     return write_ledger(context, label)
 
 
+@task(takes_context=True, retry_backoff=0)
+def mark_then_wait(
+    context: TaskContext, started: str = "", proceed: str = "", label: str = ""
+) -> int:
+    """Write ``<started>.<attempt>`` as it begins, then wait for ``proceed`` and write the row."""
+    Path(f"{started}.{context.attempt}").touch()
+    return wait_then_record.func(context, proceed=proceed, label=label)
+
+
+@task(max_attempts=2, retry_backoff=0, takes_context=True)
+def crash_after(context: TaskContext, started: str = "") -> None:
+    """Wait until ``<started>.<attempt>`` exists (a job beside it began), then kill the process."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not Path(f"{started}.{context.attempt}").exists():
+        pause(0.02)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 # Poison jobs: each must end ``failed`` after its attempts, with an error that says why.
 
 

@@ -29,7 +29,8 @@ COMPLETION = b"`status` = 'succeeded'"
 #: boundary: (fault marker and mode, or None for mid-job), then (executions, attempts) for a
 #: plain task and for a transactional one.
 BOUNDARIES = {
-    "after-claim": ((CLAIM, "ack_lost"), (1, 2), (1, 2)),
+    # Killed before the job started: its attempt goes back unspent (only started jobs spend).
+    "after-claim": ((CLAIM, "ack_lost"), (1, 1), (1, 1)),
     "mid-job": (None, (2, 2), (1, 2)),
     "commit-not-sent": ((COMPLETION, "before"), (2, 2), (1, 2)),
     "commit-unacknowledged": ((COMPLETION, "ack_lost"), (1, 1), (1, 1)),

@@ -95,17 +95,20 @@ def test_poison_jobs_fail_after_their_attempts_and_good_jobs_run(
 
 
 def test_a_crash_spends_the_attempts_of_the_jobs_its_process_held(rel_env, tmp_path, figures):
-    """A job held beside the crashing one loses its attempt each time the process dies.
+    """A job that had started beside the crashing one loses its attempt each time the process
+    dies (it may have done part of its work); one that had not started keeps it
+    (tests/worker/test_killed_attempts.py).
 
-    One process with two threads claims both jobs at once (nothing else is ready), twice:
-    the crash job fails after its two attempts, both ``WorkerDied``, and the bystander, which
-    waits for a file meanwhile, has spent two of its three attempts the same way. Its third
-    attempt runs once the file exists, and writes the only ledger row.
+    One process with two threads claims both jobs at once (nothing else is ready), twice; the
+    crash waits until the bystander has begun its attempt: the crash job fails after its two
+    attempts, both ``WorkerDied``, and the bystander, which waits for a file meanwhile, has
+    spent two of its three attempts the same way. Its third attempt runs once the file exists,
+    and writes the only ledger row.
     """
-    proceed = tmp_path / "proceed"
-    crash = tasks.crash.enqueue()
-    bystander = tasks.wait_then_record.using(max_attempts=3).enqueue(
-        proceed=str(proceed), label="bystander"
+    proceed, started = tmp_path / "proceed", tmp_path / "started"
+    crash = tasks.crash_after.enqueue(started=str(started))
+    bystander = tasks.mark_then_wait.using(max_attempts=3).enqueue(
+        started=str(started), proceed=str(proceed), label="bystander"
     )
     supervisor = Supervisor(
         rel_env(RESTART_BACKOFF_MAX=1.0), tmp_path / "runworkers.log",
