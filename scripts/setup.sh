@@ -39,8 +39,11 @@ install_packages() {
     fi
     log "installing system packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    as_root apt-get install -y -q "${missing[@]}" >/dev/null \
-        || { as_root apt-get update -q >/dev/null && as_root apt-get install -y -q "${missing[@]}" >/dev/null; }
+    # Another apt-get (an unattended upgrade, a second checkout's setup) may hold dpkg's lock:
+    # wait for it rather than fail.
+    local apt=(apt-get -o DPkg::Lock::Timeout=600 -y -q)
+    as_root "${apt[@]}" install "${missing[@]}" >/dev/null \
+        || { as_root "${apt[@]}" update >/dev/null && as_root "${apt[@]}" install "${missing[@]}" >/dev/null; }
 }
 
 # --- Python ---------------------------------------------------------------------------------
