@@ -1,26 +1,33 @@
-"""``python -m benchmarks run [--quick] [--only drain,latency] [--systems ours,raw]``.
+"""``python -m benchmarks run|setup|report`` and ``python -m benchmarks SCENARIO [options]``.
 
-Runs the scenarios, writes the raw JSON to docs/benchmarks/raw/ and docs/benchmarks.md with
-its plots. ``setup`` creates the peers' virtualenv and databases (``run`` does it too).
+``run [--quick] [--only drain,latency] [--systems ours,raw]`` runs the suite's scenarios
+(``benchmarks.scenarios.SCENARIOS``), writes their raw JSON to docs/benchmarks/raw/ and
+regenerates docs/benchmarks.md; ``report`` regenerates the page from the stored results
+alone; ``setup`` creates the peers' virtualenv and databases (``run`` does it too). Any other
+module of ``benchmarks/scenarios/`` with a ``main()`` runs on its own with its own options
+(``python -m benchmarks hotpath_ab --help``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
+import pkgutil
 import sys
 import time
 from pathlib import Path
 
-from benchmarks import machine, report, venv
-from benchmarks.harness import Context, agent, output_dir, save_raw
+from benchmarks import machine, report, scenarios, venv
+from benchmarks.harness import Context, agent, save_raw
 from benchmarks.scenarios import SCENARIOS
 from benchmarks.systems import PEER_ORDER, PEERS_PYTHON, SYSTEMS
+
+COMMANDS = ("run", "setup", "report")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("command", choices=["run", "setup", "report"])
+    parser.add_argument("command", choices=COMMANDS)
     parser.add_argument("--quick", action="store_true", help="a small smoke run of everything")
     parser.add_argument(
         "--reps", type=int, default=3, help="runs per figure (default: %(default)r)"
@@ -83,34 +90,28 @@ def run(args: argparse.Namespace) -> int:
     facts["load_after"] = machine.machine()["load_average"]
     save_raw("environment", facts, args.quick)
     if not args.no_report:
-        write_report(args.quick)
+        print(f"wrote {report.write(args.quick)}")
     return 0
 
 
-def write_report(quick: bool) -> None:
-    results = {}
-    for name in [
-        *SCENARIOS,
-        "environment",
-        "admin_render",
-        "outbox",
-        "metrics",
-        "before_after",
-        "throughput",
-        "deep_backlog",
-        "flow_drain",
-        "flow_before_after",
-    ]:
-        path = output_dir(quick) / "raw" / f"{name}.json"
-        if path.exists():
-            results[name] = json.loads(path.read_text())
-    print(f"wrote {report.write(results, quick)}")
+def standalone() -> list[str]:
+    """The scenario modules that run on their own (``python -m benchmarks NAME``)."""
+    names = [m.name for m in pkgutil.iter_modules(scenarios.__path__)]
+    return [name for name in names if name not in SCENARIOS]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        name = argv[0]
+        if name not in standalone():
+            sys.exit(f"unknown command {name!r}: {', '.join([*COMMANDS, *standalone()])}")
+        module = importlib.import_module(f"benchmarks.scenarios.{name}")
+        sys.argv = [f"python -m benchmarks {name}", *argv[1:]]
+        return module.main() or 0
+    args = parse(argv)
     if args.command == "report":
-        write_report(args.quick)
+        print(f"wrote {report.write(args.quick)}")
         return 0
     return run(args)
 

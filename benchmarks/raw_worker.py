@@ -3,7 +3,7 @@
 Same table, same index and the same statements as django-skipqueue's claim (keys only under
 FOR UPDATE SKIP LOCKED, mark claimed with a lease, commit, read payloads by key), then one
 fenced UPDATE that completes the whole batch. ``BENCH_RAW_TABLE`` names another table with the
-same columns: ``raw_min_job`` (``benchmarks.throughput``) has no index but its primary key and
+same columns: ``raw_min_job`` (scenarios/throughput) has no index but its primary key and
 the claim index, so the wide table's own cost shows. No ORM, no signals, no heartbeat, no logging:
 what this machine allows, and the yardstick for the framework's overhead.
 """

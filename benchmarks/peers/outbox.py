@@ -1,6 +1,6 @@
-"""The outbox's hot paths (benchmarks.outbox_ab): one topic, every relay setting at its default.
+"""The outbox's hot paths (scenarios/outbox_ab): one topic, every relay setting at its default.
 
-``benchmarks.outbox_ab`` copies this module into each side's worktree, so both sides of an
+``outbox_ab`` (and ``ab``) copy this module into each side's worktree, so both sides of an
 A/B run the same settings whatever their commit's ``benchmarks`` holds.
 """
 

@@ -1,4 +1,4 @@
-"""The outbox's section of docs/benchmarks.md, from ``python -m benchmarks.outbox_relay``'s JSON.
+"""The outbox's section of docs/benchmarks.md, from ``python -m benchmarks outbox_relay``'s JSON.
 
 The relay is measured by its own command (it needs RabbitMQ, which the interleaved job-queue
 scenarios do not), so this section reports its last run as it was taken.
@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import statistics
 from typing import Any
+
+from benchmarks.report.markdown import table
+from benchmarks.report.registry import Inputs, section
 
 
 def _figure(runs: list[float]) -> str:
@@ -19,8 +22,7 @@ def _paired(relay: list[float], raw: list[float]) -> float:
     return statistics.median(r / w for r, w in zip(relay, raw, strict=True))
 
 
-def section(result: dict[str, Any]) -> str:
-    from benchmarks.report import table
+def _render(result: dict[str, Any]) -> str:
 
     runs = result["throughput"]
     ratio = {n: statistics.median(runs[f"relay-{n}"]) / statistics.median(runs[f"raw-{n}"])
@@ -36,12 +38,18 @@ def section(result: dict[str, Any]) -> str:
     paired = {n: _paired(runs[f"relay-{n}"], runs[f"raw-{n}"]) for n in (1, 4)}
     loads = result.get("load_average", {})
     load = ", ".join(f"{name.replace('_', ' ')} {value:.1f}" for name, value in loads.items())
+    when = f";\n{result['when']}" if result.get("when") else ""
+    loads_line = f"load average {load or 'not recorded'}{when}"
+    notes = result.get("notes", {})
+    pairs = f"\n\n{notes['pairs']}" if notes.get("pairs") else ""
+    pairs += " Publishing costs the"
+    write_cost = f" {notes['write_cost']}" if notes.get("write_cost") else "."
     return f"""
 ## The outbox relay: throughput against raw pika, commit-to-publish latency, write cost
 
-`python -m benchmarks.outbox_relay` (RabbitMQ on the same host, a vhost of its own, one durable
+`python -m benchmarks outbox_relay` (RabbitMQ on the same host, a vhost of its own, one durable
 queue; {result["messages"]:,} messages over {result.get("keys", 20)} keys per run,
-{result["reps"]} runs per figure, interleaved; load average {load or "not recorded"}). The relays
+{result["reps"]} runs per figure, interleaved; {loads_line}). The relays
 (`skipqueue_relay` processes) are started and left idle, the messages are committed in one
 transaction, and a run is timed from the commit to an empty outbox. The raw reference is a pika
 loop publishing the same bodies and properties (persistent, `mandatory`, `message_id`,
@@ -52,7 +60,7 @@ awaited. Neither figure includes a process start. Messages per second, median (m
 {table(["", "relay", "raw pika loop", "relay ÷ raw"], rows)}
 
 The ratio of each repetition's pair (relay and raw run back to back), median: {paired[1]:.2f}×
-with one process, {paired[4]:.2f}× with four. The target is at least 0.7×. Publishing costs the
+with one process, {paired[4]:.2f}× with four. The target is at least 0.7×.{pairs}
 relay what it costs the raw loop: waves of 256 with their confirms in flight, up to
 `SKIPQUEUE_OUTBOX_IN_FLIGHT_PER_KEY` (256) of one key, each wave waiting once for RabbitMQ to put
 it on disk. On top comes the relay's database work: each round reads its partitions' messages
@@ -81,5 +89,10 @@ MariaDB's log flush: six round trips), each a round trip to a server that shares
 with the test suites of the other runs (the load average above).
 
 Write cost, one transaction with one event: `publish()` {writes["publish"]:,.0f} µs, `enqueue()`
-of a job for the same event {writes["enqueue"]:,.0f} µs.
+of a job for the same event {writes["enqueue"]:,.0f} µs{write_cost}
 """
+
+
+@section(210, "outbox", full_only=True)
+def outbox(inputs: Inputs) -> str:
+    return _render(inputs.results["outbox"])

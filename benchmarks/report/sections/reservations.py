@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.report.markdown import cell, table
+from benchmarks.report.registry import Inputs, section
+
 DESIGNS = {
     "pool": "django-skipqueue pool (one row per unit)",
     "pool_sql": "the pool's statements by hand (no ORM)",
@@ -32,8 +35,7 @@ the two database designs, between Redis and the database for the split), each re
 """
 
 
-def section(result: dict[str, Any], figure: str | None = None) -> str:
-    from benchmarks.report import cell, table
+def _render(result: dict[str, Any], figure: str | None = None) -> str:
 
     counts = sorted(result["table"], key=int)
     measured = [d for d in DESIGNS if any(d in result["table"][c] for c in counts)]
@@ -73,3 +75,8 @@ What no load changes is the last table: a crash between the two writes leaves th
 counter and its ledger apart by one unit per crash, and leaves every database design exact,
 since the hold and its ledger row commit together or not at all.
 """
+
+
+@section(180, "reservations")
+def reservations(inputs: Inputs) -> str:
+    return _render(inputs.results["reservations"], inputs.figures.get("reservations"))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks import admin_section
+from benchmarks.report.markdown import table
+from benchmarks.report.registry import Inputs, section
+from benchmarks.report.sections import admin as admin_section
 from benchmarks.stats import ratio
 
 
@@ -93,11 +95,17 @@ def rows(results: dict) -> list[list[str]]:
     return found
 
 
-def section(results: dict) -> str:
-    from benchmarks.report import table
+def _render(results: dict) -> str:
 
     found = rows(results)
     if not found:
         return ""
     body = table(["Target", "Measured (median)", "Verdict"], found)
     return "## Targets\n\n" + body + "\n\nWhy a missed target is missed: see *Analysis* below."
+
+
+@section(
+    40,
+)
+def targets(inputs: Inputs) -> str:
+    return _render(inputs.results)

@@ -14,21 +14,32 @@ def draw(results: dict[str, Any], quick: bool) -> dict[str, str]:
         import matplotlib
 
         matplotlib.use("Agg")
+        # Fixed element ids: regenerating the page from the same results rewrites no plot.
+        matplotlib.rcParams["svg.hashsalt"] = "skipqueue-benchmarks"
         import matplotlib.pyplot as plt
     except ImportError:
         return {}
     folder = output_dir(quick)
     folder.mkdir(parents=True, exist_ok=True)
-    made = {}
-    for name, painter in PAINTERS.items():
-        if results.get(name):
-            caption = _caption(results.get("environment", {}), results[name].get("conditions"))
-            fig = painter(plt, results[name], caption)
-            path = folder / f"{name}.svg"
-            fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
-            plt.close(fig)
-            made[name] = path.name if quick else f"{folder.name}/{path.name}"
+    made = links(results, quick)
+    for name in made:
+        caption = _caption(results.get("environment", {}), results[name].get("conditions"))
+        fig = PAINTERS[name](plt, results[name], caption)
+        fig.savefig(
+            folder / f"{name}.svg", format="svg", bbox_inches="tight", metadata={"Date": None}
+        )
+        plt.close(fig)
     return made
+
+
+def links(results: dict[str, Any], quick: bool) -> dict[str, str]:
+    """{scenario: the page's link to its plot} for every plot the results allow."""
+    folder = output_dir(quick)
+    return {
+        name: f"{name}.svg" if quick else f"{folder.name}/{name}.svg"
+        for name in PAINTERS
+        if results.get(name)
+    }
 
 
 def _caption(env: dict, conditions: dict | None) -> str:

@@ -10,8 +10,8 @@ host's packets dropped each way (the rig's ``nft`` random-drop rule).
 
 Needs root (namespaces), ``ip``, ``nft``, ``mariadbd``. Run it nice'd, from the repository root:
 
-    sudo nice -n 10 .venv/bin/python -m benchmarks.slow_link
-    sudo nice -n 10 .venv/bin/python -m benchmarks.slow_link --configs 4x16 --links 0,20 --repeat 2
+    sudo nice -n 10 .venv/bin/python -m benchmarks slow_link
+    sudo nice -n 10 .venv/bin/python -m benchmarks slow_link --configs 4x16 --links 0,20 --repeat 2
 
 Per run: jobs/s (first claim to last finish, by the database clock), the claim query's p50 and
 p99 (the workers' histograms, so bucket bounds), statements per job (the server's
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TASK = "tests.reliability.tasks.record"
 ENQUEUE = "tests.reliability.multihost.enqueue"
 DATABASE = "slowlink"

@@ -1,7 +1,7 @@
 """Single or bulk enqueue (issue 23): this code against the code before, Celery's ``.delay()``
 and raw INSERTs, interleaved in one invocation.
 
-``python -m benchmarks.enqueue_ab [--base REV] [--rounds 7] [--calls 2000] [--mode bulk]``
+``python -m benchmarks enqueue_ab [--base REV] [--rounds 7] [--calls 2000] [--mode bulk]``
 
 Each measurement is one child process that makes ``--calls`` single enqueues of a no-op task
 after a warm-up, one job per transaction (autocommit: each pays a commit), timed inside the

@@ -1,21 +1,10 @@
-"""Write docs/benchmarks.md from the raw results: the intro, the environment, every table."""
+"""The sections of the suite's scenarios 1 to 7 (``python -m benchmarks run``), in order."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from benchmarks import (
-    admin_section,
-    binlog_section,
-    metrics_section,
-    outbox_section,
-    plots,
-    reservations_section,
-    targets,
-)
-from benchmarks.harness import page
-from benchmarks.report_text import ANALYSIS, INTRO, METHOD, scenario_notes
+from benchmarks.report.markdown import cell, image, table, times
+from benchmarks.report.prose import scenario_notes
+from benchmarks.report.registry import Inputs, section
 from benchmarks.stats import ratio
 from benchmarks.systems import PEER_ORDER, SYSTEMS
 
@@ -24,105 +13,9 @@ LABELS = {name: SYSTEMS[name].label for name in PEER_ORDER} | {
 }
 
 
-def write(results: dict[str, Any], quick: bool) -> Path:
-    figures = plots.draw(results, quick)
-    parts = [INTRO, METHOD, environment(results.get("environment", {}), quick)]
-    parts.append(targets.section(results))
-    for name, render in SECTIONS.items():
-        if results.get(name):
-            parts.append(render(results[name], figures.get(name)))
-    if results.get("admin_render") and not quick:
-        parts.append(admin_section.section(results["admin_render"]))
-    if results.get("outbox") and not quick:
-        parts.append(outbox_section.section(results["outbox"]))
-    if results.get("metrics") and not quick:
-        parts.append(metrics_section.section(results["metrics"]))
-    if results.get("before_after") and not quick:
-        from benchmarks.before_after import section as before_after_section
-
-        parts.append(before_after_section(results["before_after"]))
-    if results.get("throughput") and not quick:
-        from benchmarks.throughput import section as throughput_section
-
-        parts.append(throughput_section(results["throughput"]))
-    if results.get("deep_backlog") and not quick:
-        from benchmarks.deep_backlog import section as deep_backlog_section
-
-        parts.append(deep_backlog_section(results["deep_backlog"]))
-    if (results.get("flow_drain") or results.get("flow_before_after")) and not quick:
-        from benchmarks.flow_section import section as flow_section
-
-        parts.append(flow_section(results.get("flow_drain"), results.get("flow_before_after")))
-    parts.append(ANALYSIS)
-    path = page(quick)
-    path.write_text("\n\n".join(part.strip() for part in parts if part) + "\n")
-    return path
-
-
-def cell(figure: dict | None, digits: int = 0) -> str:
-    """'median [min–max]' of a summary, or '–' when there is no value."""
-    if not figure or figure.get("median") is None:
-        return "–"
-    f = f"{{:,.{digits}f}}"
-    return f"{f.format(figure['median'])} [{f.format(figure['min'])}–{f.format(figure['max'])}]"
-
-
-def times(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}×"
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def image(path: str | None, alt: str) -> str:
-    return f"![{alt}]({path})" if path else ""
-
-
-def environment(env: dict, quick: bool) -> str:
-    if not env:
-        return ""
-    m, db = env["machine"], env["database"]
-    pool = int(db.get("innodb_buffer_pool_size") or 0) / 2**20
-    rows = [
-        ["CPU", f"{m['cpu']}, {m['cores']} cores"],
-        ["Memory", f"{m['ram_gib']} GiB"],
-        ["Kernel, Python", f"{m['kernel']}, Python {m['python']}"],
-        ["Database", f"{db.get('version')}, on the same host (loopback TCP)"],
-        ["innodb_flush_log_at_trx_commit", str(db.get("innodb_flush_log_at_trx_commit"))],
-        [
-            "Binary log",
-            f"log_bin={db.get('log_bin')}, binlog_format={db.get('binlog_format')},"
-            f" sync_binlog={db.get('sync_binlog')}",
-        ],
-        [
-            "Isolation",
-            "READ COMMITTED on every connection (server default "
-            f"{db.get('transaction_isolation')})",
-        ],
-        ["innodb_buffer_pool_size", f"{pool:.0f} MiB"],
-        ["Redis", str(env.get("redis"))],
-        [
-            "Runs per figure",
-            f"{env.get('reps')}{' (quick mode: smoke figures only)' if quick else ''}",
-        ],
-    ]
-    versions = env.get("versions") or {}
-    if versions:
-        rows.append(["Peers", ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))])
-    note = (
-        "\n\nThe CPU, kernel and Python above are those of the latest invocation. Scenarios run"
-        " on their own are re-measured on whichever host of the same kind the session had: each"
-        " scenario below states when it ran, on which CPU and Python, the load average at its"
-        " start and how many other test or worker processes were running then. Compare systems"
-        " within one scenario (they ran interleaved on the same host), not across scenarios."
-    )
-    return "## The machine and the database\n\n" + table(["", ""], rows) + note
-
-
-def drain(result: dict, figure: str | None) -> str:
+@section(100, "drain")
+def drain(inputs: Inputs) -> str:
+    result, figure = inputs.results["drain"], inputs.figures.get("drain")
     out = [scenario_notes("drain", result), image(figure, "Drain throughput")]
     for shape, by_system in result["table"].items():
         ours = by_system.get("ours", {}).get("jobs_per_s", {}).get("median")
@@ -158,7 +51,9 @@ def drain(result: dict, figure: str | None) -> str:
     return "\n\n".join(out)
 
 
-def enqueue(result: dict, figure: str | None) -> str:
+@section(110, "enqueue")
+def enqueue(inputs: Inputs) -> str:
+    result = inputs.results["enqueue"]
     modes = ["single", "txn", "bulk"]
     rows = []
     for name in PEER_ORDER:
@@ -174,7 +69,9 @@ def enqueue(result: dict, figure: str | None) -> str:
     return "\n\n".join([scenario_notes("enqueue", result), table(header, rows)])
 
 
-def latency(result: dict, figure: str | None) -> str:
+@section(120, "latency")
+def latency(inputs: Inputs) -> str:
+    result, figure = inputs.results["latency"], inputs.figures.get("latency")
     out = [scenario_notes("latency", result), image(figure, "Commit-to-start latency")]
     for load, by_key in result["table"].items():
         rows = [
@@ -194,7 +91,9 @@ def latency(result: dict, figure: str | None) -> str:
     return "\n\n".join(out)
 
 
-def history(result: dict, figure: str | None) -> str:
+@section(130, "history")
+def history(inputs: Inputs) -> str:
+    result, figure = inputs.results["history"], inputs.figures.get("history")
     rows = [
         [
             f"{int(size):,}",
@@ -226,7 +125,9 @@ def history(result: dict, figure: str | None) -> str:
     )
 
 
-def purge(result: dict, figure: str | None) -> str:
+@section(140, "purge")
+def purge(inputs: Inputs) -> str:
+    result = inputs.results["purge"]
     rows = [
         [
             f"{variant} purge",
@@ -256,7 +157,9 @@ def purge(result: dict, figure: str | None) -> str:
     )
 
 
-def sweep(result: dict, figure: str | None) -> str:
+@section(150, "sweep")
+def sweep(inputs: Inputs) -> str:
+    result, figure = inputs.results["sweep"], inputs.figures.get("sweep")
     rows = []
     for config, by_system in result["table"].items():
         size, mode = config.split("/")
@@ -286,7 +189,9 @@ def sweep(result: dict, figure: str | None) -> str:
     )
 
 
-def idle(result: dict, figure: str | None) -> str:
+@section(160, "idle")
+def idle(inputs: Inputs) -> str:
+    result = inputs.results["idle"]
     rows = [
         [
             LABELS[name],
@@ -310,16 +215,3 @@ def idle(result: dict, figure: str | None) -> str:
             ),
         ]
     )
-
-
-SECTIONS = {
-    "drain": drain,
-    "enqueue": enqueue,
-    "latency": latency,
-    "history": history,
-    "purge": purge,
-    "sweep": sweep,
-    "idle": idle,
-    "binlog": binlog_section.section,
-    "reservations": reservations_section.section,
-}

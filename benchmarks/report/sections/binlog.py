@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.report_text import BINLOG_TEXT, scenario_notes
+from benchmarks.report.markdown import cell, table, times
+from benchmarks.report.prose import fragment, scenario_notes
+from benchmarks.report.registry import Inputs, section
 from benchmarks.scenarios.binlog import BASELINE, SERVERS, table_of
 from benchmarks.systems import SYSTEMS
 
@@ -37,16 +39,16 @@ SETTINGS = (
 )
 
 
-def section(result: dict[str, Any], figure: str | None = None) -> str:
+def _render(result: dict[str, Any], figure: str | None = None) -> str:
     if not result.get("table"):
         return ""
-    table = table_of(result.get("runs") or {})
+    measured = table_of(result.get("runs") or {})
     return "\n\n".join(
         [
             scenario_notes("binlog", result),
-            _figures(result, table),
+            _figures(result, measured),
             _servers(result),
-            _meaning(table),
+            _meaning(measured),
         ]
     )
 
@@ -62,12 +64,9 @@ def _test_label(result: dict[str, Any], test: str) -> str:
     }[kind]
 
 
-def _figures(result: dict[str, Any], table: dict[str, dict[str, dict]]) -> str:
-    from benchmarks.report import cell
-    from benchmarks.report import table as markdown
-
+def _figures(result: dict[str, Any], measured: dict[str, dict[str, dict]]) -> str:
     rows = []
-    for test, by_key in table.items():
+    for test, by_key in measured.items():
         written = by_key.get("binlog_bytes_per_job", {})
         for key, (unit, digits) in FIGURES.items():
             if key not in by_key:
@@ -87,12 +86,11 @@ def _figures(result: dict[str, Any], table: dict[str, dict[str, dict]]) -> str:
         *(f"{SHORT[name]} ÷ off [each repetition]" for name in LOGGED),
         *(f"binary log bytes/job, {SHORT[name]}" for name in LOGGED),
     ]
-    return markdown(header, rows)
+    return table(header, rows)
 
 
 def _ratio(figure: dict[str, Any], name: str) -> str:
     """'ratio of medians [lowest–highest ratio of one repetition]', or '–'."""
-    from benchmarks.report import times
 
     median = (figure.get("ratio") or {}).get(name)
     paired = (figure.get("paired") or {}).get(name) or {}
@@ -104,7 +102,6 @@ def _ratio(figure: dict[str, Any], name: str) -> str:
 
 
 def _servers(result: dict[str, Any]) -> str:
-    from benchmarks.report import table
 
     conditions = result.get("conditions") or {}
     servers = conditions.get("servers") or {}
@@ -133,7 +130,6 @@ def _code(options: list[str] | None) -> str:
 
 
 def _meaning(table: dict[str, dict[str, dict]]) -> str:
-    from benchmarks.report import times
 
     def median(test: str, key: str, server: str) -> float | None:
         return table.get(test, {}).get(key, {}).get(server, {}).get("median")
@@ -159,24 +155,33 @@ def _meaning(table: dict[str, dict[str, dict]]) -> str:
         minimal = median(test, "binlog_bytes_per_job", "minimal")
         return times(minimal / full if full and minimal is not None else None)
 
-    return BINLOG_TEXT.format(
-        single_ours=ratio("single/ours"),
-        single_ms=added_ms("single/ours"),
-        single_raw=ratio("single/raw"),
-        single_raw_ms=added_ms("single/raw"),
-        bytes_drain=written("drain/ours"),
-        server_ours=ratio("drain/ours", "server_cpu_ms_per_job"),
-        drain_ours=ratio("drain/ours"),
-        drain_ms=added_ms("drain/ours"),
-        drain_raw=ratio("drain/raw"),
-        bytes_bulk=written("bulk/ours"),
-        bulk_ours=ratio("bulk/ours"),
-        minimal_bytes_drain=written("drain/ours", "minimal"),
-        minimal_share_drain=minimal_share("drain/ours"),
-        minimal_bytes_bulk=written("bulk/ours", "minimal"),
-        minimal_share_bulk=minimal_share("bulk/ours"),
-        minimal_drain_ours=ratio("drain/ours", server="minimal"),
-        minimal_drain_raw=ratio("drain/raw", server="minimal"),
-        minimal_single_ours=ratio("single/ours", server="minimal"),
-        minimal_bulk_ours=ratio("bulk/ours", server="minimal"),
-    ).strip()
+    return (
+        fragment("binlog")
+        .format(
+            single_ours=ratio("single/ours"),
+            single_ms=added_ms("single/ours"),
+            single_raw=ratio("single/raw"),
+            single_raw_ms=added_ms("single/raw"),
+            bytes_drain=written("drain/ours"),
+            server_ours=ratio("drain/ours", "server_cpu_ms_per_job"),
+            drain_ours=ratio("drain/ours"),
+            drain_ms=added_ms("drain/ours"),
+            drain_raw=ratio("drain/raw"),
+            bytes_bulk=written("bulk/ours"),
+            bulk_ours=ratio("bulk/ours"),
+            minimal_bytes_drain=written("drain/ours", "minimal"),
+            minimal_share_drain=minimal_share("drain/ours"),
+            minimal_bytes_bulk=written("bulk/ours", "minimal"),
+            minimal_share_bulk=minimal_share("bulk/ours"),
+            minimal_drain_ours=ratio("drain/ours", server="minimal"),
+            minimal_drain_raw=ratio("drain/raw", server="minimal"),
+            minimal_single_ours=ratio("single/ours", server="minimal"),
+            minimal_bulk_ours=ratio("bulk/ours", server="minimal"),
+        )
+        .strip()
+    )
+
+
+@section(170, "binlog")
+def binlog(inputs: Inputs) -> str:
+    return _render(inputs.results["binlog"], inputs.figures.get("binlog"))

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m benchmarks.admin_render [--rows 1000000] [--repeat 15] [--refill]
+    python -m benchmarks admin_render [--rows 1000000] [--repeat 15] [--refill]
         [--database-url mysql://root@127.0.0.1:3306/sq_admin_bench] [--output PATH]
 
 Fills its own database (created if missing, refilled only when the row count differs or
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_URL = "mysql://root@127.0.0.1:3306/sq_admin_bench"
 DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks" / "raw" / "admin_render.json"
 SERVER_VARIABLES = ("version", "innodb_buffer_pool_size", "transaction_isolation", "tx_isolation")

@@ -1,9 +1,9 @@
 """The outbox's hot paths before and after a change, two commits interleaved in one invocation.
 
-``python -m benchmarks.outbox_ab --before REV [--after REV] --rounds N --messages M``
+``python -m benchmarks outbox_ab --before REV [--after REV] --rounds N --messages M``
 
 Each commit is checked out in a git worktree of its own with a database of its own (as
-:mod:`benchmarks.before_after` does; every process runs its side's ``django_skipqueue``), and
+:mod:`benchmarks.sides` has it; every process runs its side's ``django_skipqueue``), and
 round after round, the sides alternating which goes first (AB, BA, ...), each side measures:
 
 1. ``publish``: M single ``publish()`` calls in one process, each its own transaction
@@ -32,7 +32,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchmarks.backlog import connect
-from benchmarks.before_after import (
+from benchmarks.harness import ROOT, interleaved
+from benchmarks.sides import (
     WORK,
     Side,
     _git,
@@ -41,7 +42,6 @@ from benchmarks.before_after import (
     remove_worktrees,
     sides_of,
 )
-from benchmarks.harness import ROOT, interleaved
 from benchmarks.stats import ratio, summary
 from tests.support.brokers import RabbitQueue, rabbitmq_vhost
 

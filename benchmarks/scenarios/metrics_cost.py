@@ -9,7 +9,7 @@ clock), so process start-up and the burst's exit are left out. On a shared machi
 swings with the load; the CPU the worker processes spent per job (getrusage of the runworkers
 tree, less a run with nothing to do) is the steadier figure of what the metrics cost.
 
-    DATABASE_URL=mysql://root@127.0.0.1:3306/skq_bench_metrics python -m benchmarks.metrics_cost
+    DATABASE_URL=mysql://root@127.0.0.1:3306/skq_bench_metrics python -m benchmarks metrics_cost
 
 Writes docs/benchmarks/raw/metrics.json and prints the figures.
 """
@@ -30,7 +30,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "docs" / "benchmarks" / "raw" / "metrics.json"
 MODES = ("off", "on")
 

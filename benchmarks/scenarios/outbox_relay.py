@@ -12,7 +12,7 @@ Latency: one idle relay; messages written one per transaction, a little apart; t
 the commit's return to a consumer's receipt.
 Write cost: a transaction with one publish() against one with one enqueue().
 
-    DATABASE_URL=mysql://root@127.0.0.1:3306/skq_bench_outbox python -m benchmarks.outbox_relay
+    DATABASE_URL=mysql://root@127.0.0.1:3306/skq_bench_outbox python -m benchmarks outbox_relay
 
 Writes docs/benchmarks/raw/outbox.json and prints the figures.
 """
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "docs" / "benchmarks" / "raw" / "outbox.json"
 #: Keys of the throughput runs (``--keys``): a key's messages are sent in order, so its
 #: depth bounds what can be in flight; 20 keys is a hot aggregate, 1,000 a typical spread.

@@ -1,7 +1,7 @@
 """Worker CPU per no-op job before and after a change of the hot path, interleaved (issue 23).
 
-``python -m benchmarks.hotpath_ab --before REV [--after REV] [--rounds 3]`` checks both commits
-out (as :mod:`benchmarks.before_after` does: a worktree and a database each, every process
+``python -m benchmarks hotpath_ab --before REV [--after REV] [--rounds 3]`` checks both commits
+out (as :mod:`benchmarks.sides` has it: a worktree and a database each, every process
 running its side's code) and drains the same snapshotted backlog of no-op jobs with
 ``runworkers`` in several shapes (processes x threads, prefetch), round after round, the sides
 alternating which goes first. Prints one line per run, then the medians and after/before
@@ -19,18 +19,18 @@ from dataclasses import dataclass
 from functools import partial
 
 from benchmarks.backlog import Backlog
-from benchmarks.before_after import (
+from benchmarks.harness import interleaved
+from benchmarks.procs import Fleet, server_cpu_seconds
+from benchmarks.scenarios.drain import _watch
+from benchmarks.sides import (
     WORK,
     Side,
-    _medians,
     ab_parser,
+    medians,
     outcome,
     remove_worktrees,
     sides_of,
 )
-from benchmarks.harness import interleaved
-from benchmarks.procs import Fleet, server_cpu_seconds
-from benchmarks.scenarios.drain import _watch
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def main() -> None:
             sys.stdout.flush()
     finally:
         remove_worktrees(sides)
-    result = {**outcome(sides, started, args), "medians": _medians(runs), "runs": runs}
+    result = {**outcome(sides, started, args), "medians": medians(runs), "runs": runs}
     if args.out:
         args.out.write_text(json.dumps(result, indent=1, default=str) + "\n")
     print(json.dumps(result["medians"], indent=1))

@@ -1,7 +1,7 @@
 """The flow-control section of docs/benchmarks.md (issue 18), from two commands' JSON.
 
-``python -m benchmarks.flow_drain`` (keyed drains, raw/flow_drain.json) and
-``python -m benchmarks.before_after --before <the commit before flow control> --after <the
+``python -m benchmarks flow_drain`` (keyed drains, raw/flow_drain.json) and
+``python -m benchmarks before_after --before <the commit before flow control> --after <the
 first with it>`` (raw/flow_before_after.json): the unkeyed drain and sweep, interleaved.
 """
 
@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import statistics
 from typing import Any
+
+from benchmarks.report.markdown import table
+from benchmarks.report.registry import Inputs, section
 
 
 def _load(block: dict[str, Any]) -> str:
@@ -19,8 +22,7 @@ def _range(values: list[float]) -> str:
     return f"{statistics.median(values):,.0f} ({min(values):,.0f}–{max(values):,.0f})"
 
 
-def section(drain: dict[str, Any] | None, before_after: dict[str, Any] | None) -> str:
-    from benchmarks.report import table
+def _render(drain: dict[str, Any] | None, before_after: dict[str, Any] | None) -> str:
 
     parts = ["## Flow control: keyed drains, and the unkeyed drain before and after (issue 18)"]
     if drain:
@@ -33,7 +35,7 @@ def section(drain: dict[str, Any] | None, before_after: dict[str, Any] | None) -
             rows.append([label, f"{runs[0]['jobs']:,}", _range(rates), share])
         settings = drain["settings"]
         parts.append(
-            f"""`python -m benchmarks.flow_drain --rounds {settings["rounds"]} --jobs
+            f"""`python -m benchmarks flow_drain --rounds {settings["rounds"]} --jobs
 {settings["jobs"]}`: no-op jobs of one task spread over K keys with `concurrency_limit` L
 (`benchmarks.tasks.keyed_noop`), or unkeyed (`benchmarks.tasks.noop`), enqueued first, then
 drained by `runworkers --processes 4 --threads 4`; throughput from the jobs' own
@@ -70,7 +72,7 @@ runs: the figures are comparable within the table, not with the other sections')
             "CPU/job after ÷ before",
         ]
         parts.append(
-            f"""Unkeyed jobs, before and after: `python -m benchmarks.before_after --before
+            f"""Unkeyed jobs, before and after: `python -m benchmarks before_after --before
 {before_after["before"][:7]} --after {before_after["after"][:7]} --rounds
 {settings["rounds"]} --drain-jobs {settings["drain_jobs"]} --sweep {settings["sweep"]}`, the
 commit before flow control and the first with it, each in a worktree and a database of its
@@ -115,3 +117,8 @@ NOTES = """What the figures say, and what they do not:
   (50 ms) for a bigger batch; for a job holding a flow slot that delay is its key's: one key
   at limit 1 ran at 9 to 55 jobs/s across three runs. Writing such outcomes at once is a
   one-line change in the worker's loop, left for a measurement on a quiet machine."""
+
+
+@section(290, "flow_drain", "flow_before_after", full_only=True)
+def flow(inputs: Inputs) -> str:
+    return _render(inputs.results.get("flow_drain"), inputs.results.get("flow_before_after"))

@@ -1,4 +1,4 @@
-"""The admin's section of docs/benchmarks.md, from ``python -m benchmarks.admin_render``'s JSON.
+"""The admin's section of docs/benchmarks.md, from ``python -m benchmarks admin_render``'s JSON.
 
 The admin pages are timed by their own command (it fills a database of a million jobs, which
 the interleaved scenarios do not need), so this section reports its last run as it was taken.
@@ -7,6 +7,9 @@ the interleaved scenarios do not need), so this section reports its last run as 
 from __future__ import annotations
 
 from typing import Any
+
+from benchmarks.report.markdown import table
+from benchmarks.report.registry import Inputs, section
 
 PAGES_WITH_A_TARGET = ("dashboard", "job list")
 
@@ -19,8 +22,7 @@ def slowest_target_page(result: dict[str, Any]) -> float | None:
     return max(medians) if medians else None
 
 
-def section(result: dict[str, Any]) -> str:
-    from benchmarks.report import table
+def _render(result: dict[str, Any]) -> str:
 
     machine, server = result.get("machine", {}), result.get("server", {})
     size = server.get("jobs_table_mib", {})
@@ -38,7 +40,7 @@ def section(result: dict[str, Any]) -> str:
     ]
     intro = (
         "## The admin with a million jobs: dashboard and job list render times\n\n"
-        f"`python -m benchmarks.admin_render` fills its own database with {result['rows']:,}"
+        f"`python -m benchmarks admin_render` fills its own database with {result['rows']:,}"
         " jobs (mostly finished history, some failed with tracebacks, a few ready and"
         " scheduled), then renders each page with Django's test client as a logged-in"
         f" superuser: 2 warm-up requests, then {result['repeat']} timed ones (`DEBUG=False`)."
@@ -52,3 +54,8 @@ def section(result: dict[str, Any]) -> str:
     )
     header = ["Page", "median ms", "p95 ms", "max ms", "queries", "SQL ms"]
     return intro + "\n\n" + table(header, rows)
+
+
+@section(200, "admin_render", full_only=True)
+def admin(inputs: Inputs) -> str:
+    return _render(inputs.results["admin_render"])

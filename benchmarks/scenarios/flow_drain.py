@@ -1,6 +1,6 @@
 """Keyed drain throughput (flow control, issue 18): 1, 10 and 1,000 keys at limits 1 and 4.
 
-``python -m benchmarks.flow_drain [--jobs N] [--rounds R]`` fills the database
+``python -m benchmarks flow_drain [--jobs N] [--rounds R]`` fills the database
 ``skq_flow_bench`` (``BENCH_DB_PREFIX`` replaces ``skq``) with no-op jobs of
 ``benchmarks.tasks.keyed_noop`` spread over K keys with ``concurrency_limit`` L, or of
 ``benchmarks.tasks.noop`` (unkeyed), then drains them with ``runworkers --processes 4
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchmarks.machine import machine
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "docs" / "benchmarks" / "raw" / "flow_drain.json"
 #: (label, keys, limit); keys 0 is the unkeyed baseline.
 SHAPES = [

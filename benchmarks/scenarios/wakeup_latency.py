@@ -7,7 +7,7 @@ enqueue's commit returned. Both clocks are this host's. Variants: the wake-up da
 every live worker (fan-out "all"), to each fan-out given with ``--fanouts``, and polling alone
 (``--no-wakeup``).
 
-    DATABASE_URL=mysql://root@127.0.0.1:3306/sq_workers_bench python -m benchmarks.wakeup_latency
+    DATABASE_URL=mysql://root@127.0.0.1:3306/sq_workers_bench python -m benchmarks wakeup_latency
 
 Prints, per variant: median, p95 and max latency, and the claim queries the workers made per
 job while the jobs were being enqueued (idle polling included: about one per second per process;
@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

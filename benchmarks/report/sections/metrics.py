@@ -1,4 +1,4 @@
-"""The metrics' section of docs/benchmarks.md, from ``python -m benchmarks.metrics_cost``'s JSON.
+"""The metrics' section of docs/benchmarks.md, from ``python -m benchmarks metrics_cost``'s JSON.
 
 What ``runworkers --metrics-port`` costs a drain is measured by its own command (on and off,
 interleaved), so this section reports its last run as it was taken.
@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import statistics
 from typing import Any
+
+from benchmarks.report.markdown import table
+from benchmarks.report.registry import Inputs, section
 
 #: Issue 21: a drain with metrics on keeps at least this share of the throughput without.
 TARGET = 0.95
@@ -34,8 +37,7 @@ def _earlier(result: dict[str, Any]) -> str:
     return f"Earlier runs of the same command: {told}."
 
 
-def section(result: dict[str, Any]) -> str:
-    from benchmarks.report import table
+def _render(result: dict[str, Any]) -> str:
 
     runs = result["jobs_per_s"]
     cpu = result["cpu_ms_per_job"]
@@ -48,7 +50,7 @@ def section(result: dict[str, Any]) -> str:
     return f"""
 ## Prometheus metrics: a drain with `--metrics-port` against without
 
-`python -m benchmarks.metrics_cost`: {result["jobs"]:,} no-op jobs drained by `runworkers
+`python -m benchmarks metrics_cost`: {result["jobs"]:,} no-op jobs drained by `runworkers
 --burst --processes {result["processes"]} --threads {result["threads"]}`, {result["reps"]} runs
 each way, interleaved with the order alternating; with metrics on, a scraper reads the port
 every second. Jobs per second from the first claim to the last completion (the jobs' own
@@ -96,3 +98,8 @@ def _scrapes(result: dict[str, Any]) -> str:
         f"The scraper read the port {told} times per run with metrics on (a run lasts about as "
         "many seconds)."
     )
+
+
+@section(220, "metrics", full_only=True)
+def metrics(inputs: Inputs) -> str:
+    return _render(inputs.results["metrics"])

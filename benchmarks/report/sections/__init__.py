@@ -1,0 +1,1 @@
+"""The page's sections, one module per part; each registers itself (report.registry.section)."""
