@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from django.db import models
 
+from django_skipqueue.backoff import exponential
 from django_skipqueue.conf import get_settings
 from django_skipqueue.exceptions import LeaseExpired, Snooze
 
@@ -418,13 +418,10 @@ def retry_delay(job: Attempts, backoff: float | None) -> float | None:
 def backoff_delay(attempts: int, backoff: float | None) -> float:
     """Return the seconds to wait before attempt ``attempts + 1``.
 
-    Exponential (``backoff * 2 ** (attempt - 1)``, capped by SKIPQUEUE_RETRY_BACKOFF_MAX) with
-    "equal jitter": a random half of the delay is added to its fixed half, so that jobs that
+    The package's one backoff (:func:`django_skipqueue.backoff.exponential`): ``backoff * 2 **
+    (attempt - 1)``, capped by SKIPQUEUE_RETRY_BACKOFF_MAX, with "equal jitter", so that jobs that
     failed together do not all come back at the same instant. A backoff of 0 retries at once.
     """
     config = get_settings()
     base = config.RETRY_BACKOFF if backoff is None else backoff
-    if base <= 0:
-        return 0.0
-    delay = min(config.RETRY_BACKOFF_MAX, base * 2 ** max(attempts - 1, 0))
-    return delay / 2 + random.uniform(0, delay / 2)
+    return exponential(attempts, base, config.RETRY_BACKOFF_MAX)

@@ -8,6 +8,10 @@ waiting between idle polls wakes up and claims at once; a busy one claims when a
 up. Nothing depends on it: a lost datagram only means the job waits for the next poll (at most
 SKIPQUEUE_IDLE_POLL_SECONDS per queue), and a datagram nobody needs costs one claim query.
 
+Other long-running processes an app adds (a relay) are woken the same way, through this
+module's public API: :func:`when_committed` to send after the commit, :func:`cached` for the
+addresses of the live ones (``ProcessRecord``'s ``answering()``), :func:`send` for the datagram.
+
 Worker side: :class:`Waker` is the one place a worker's main loop sleeps. It returns early on a
 datagram, or on a local "poke" (a job finished, a signal arrived).
 
@@ -39,11 +43,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from types import FrameType
+from typing import Any
 
 from django.db import transaction
 
 from django_skipqueue.conf import get_settings
-from django_skipqueue.db.clock import DatabaseNowPlus
 from django_skipqueue.models import WorkerProcess
 from django_skipqueue.models.worker import WorkerRole
 
@@ -51,10 +55,11 @@ logger = logging.getLogger(__name__)
 
 #: Seconds a producer process reuses its list of worker addresses.
 ADDRESS_CACHE_SECONDS = 2.0
-#: A worker whose heartbeat is older than this many heartbeat intervals gets no datagram.
-LIVE_HEARTBEATS = 3
+#: A wake-up address: host and UDP port.
+Address = tuple[str, int]
 
-_addresses: dict[str, tuple[float, list[tuple[tuple[str, int], frozenset[str]]]]] = {}
+#: By database alias and kind of process: when the list expires (monotonic), and the list.
+_addresses: dict[tuple[str, str], tuple[float, Any]] = {}
 _socket_lock = threading.Lock()
 _socket: socket.socket | None = None
 #: Where the next fan-out starts in the list of live workers: each enqueue wakes the next few.
@@ -80,8 +85,17 @@ def after_commit(using: str, queues: Iterable[str]) -> None:
     and poll an emptied queue only at the idle cap.
     """
     queues = frozenset(queues)
-    if queues and get_settings().WAKEUP:
-        transaction.on_commit(partial(notify, using, queues), using=using, robust=True)
+    if queues:
+        when_committed(using, partial(notify, using, queues))
+
+
+def when_committed(using: str, wake: Callable[[], object]) -> None:
+    """Call ``wake`` once the current transaction on ``using`` commits (SKIPQUEUE_WAKEUP on).
+
+    ``robust``: a wake-up that raises must not fail the commit's other callbacks.
+    """
+    if get_settings().WAKEUP:
+        transaction.on_commit(wake, using=using, robust=True)
 
 
 def notify(using: str, queues: frozenset[str]) -> int:
@@ -94,9 +108,7 @@ def notify(using: str, queues: frozenset[str]) -> int:
         # A worker that serves every queue has none listed.
         serving = [a for a, served in _live_workers(using) if served & queues or not served]
         chosen = in_turn(serving, get_settings().WAKEUP_FANOUT, next(_turn))
-        for address in chosen:
-            _send(payload, address)
-        return len(chosen)
+        return send(payload, chosen)
     except Exception:
         logger.debug("wake-up not sent", exc_info=True)
         return 0
@@ -115,29 +127,46 @@ def in_turn[T](items: list[T], fanout: int | None, turn: int) -> list[T]:
 
 
 def forget_addresses() -> None:
-    """Drop the cached worker addresses (tests, or after workers changed)."""
+    """Drop the cached addresses of every kind (tests, or after processes changed)."""
     _addresses.clear()
 
 
-def _live_workers(using: str) -> list[tuple[tuple[str, int], frozenset[str]]]:
+def cached[T](using: str, kind: str, load: Callable[[], list[T]]) -> list[T]:
+    """Return what ``load`` read of the live processes of ``kind`` on ``using``, read again
+    at most every ADDRESS_CACHE_SECONDS: a producer must not read a table per commit."""
     now = time.monotonic()
-    cached = _addresses.get(using)
-    if cached is not None and cached[0] > now:
-        return cached[1]
-    horizon = -LIVE_HEARTBEATS * get_settings().HEARTBEAT_SECONDS
-    rows = (
-        WorkerProcess.objects.using(using)
-        .filter(role=WorkerRole.WORKER, stopped_at__isnull=True, wakeup_address__isnull=False)
-        .filter(last_heartbeat_at__gte=DatabaseNowPlus(horizon))
-        .order_by("pk")  # a stable order for the rotation of in_turn()
-        .values_list("wakeup_address", "queues")
-    )
-    workers = [(parse_address(str(address)), frozenset(queues)) for address, queues in rows]
-    _addresses[using] = (now + ADDRESS_CACHE_SECONDS, workers)
-    return workers
+    entry = _addresses.get((using, kind))
+    if entry is not None and entry[0] > now:
+        return entry[1]
+    rows = load()
+    _addresses[(using, kind)] = (now + ADDRESS_CACHE_SECONDS, rows)
+    return rows
 
 
-def _send(payload: bytes, address: tuple[str, int]) -> None:
+def send(payload: bytes, addresses: Iterable[Address]) -> int:
+    """Send ``payload`` to each of ``addresses``, best effort; return how many were tried."""
+    tried = 0
+    for address in addresses:
+        _send(payload, address)
+        tried += 1
+    return tried
+
+
+def _live_workers(using: str) -> list[tuple[Address, frozenset[str]]]:
+    def load() -> list[tuple[Address, frozenset[str]]]:
+        rows = (
+            WorkerProcess.objects.using(using)
+            .filter(role=WorkerRole.WORKER)
+            .answering()
+            .order_by("pk")  # a stable order for the rotation of in_turn()
+            .values_list("wakeup_address", "queues")
+        )
+        return [(parse_address(str(address)), frozenset(queues)) for address, queues in rows]
+
+    return cached(using, "workers", load)
+
+
+def _send(payload: bytes, address: Address) -> None:
     global _socket
     with _socket_lock:
         if _socket is None:
@@ -159,7 +188,8 @@ def close_socket() -> None:
             _socket = None
 
 
-def parse_address(text: str) -> tuple[str, int]:
+def parse_address(text: str) -> Address:
+    """Read a ``host:port`` the process table holds."""
     host, _, port = text.rpartition(":")
     return host, int(port)
 

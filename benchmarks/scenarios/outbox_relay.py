@@ -120,7 +120,7 @@ def fill(count: int) -> None:
 
 def relay_run(url: str, count: int, relays: int) -> float:
     """Start ``relays`` idle relays, commit ``count`` messages, time until the outbox is empty."""
-    from django_skipqueue.outbox import wakeup
+    from django_skipqueue.outbox import relays
     from django_skipqueue.outbox.models import OutboxMessage, OutboxRelay
     from tests.support.brokers import RabbitQueue
 
@@ -134,7 +134,7 @@ def relay_run(url: str, count: int, relays: int) -> float:
         while OutboxRelay.objects.filter(stopped_at=None).count() < relays:
             time.sleep(0.05)
         time.sleep(1)  # connected to the broker and idle
-        wakeup.forget_addresses()
+        relays.forget_addresses()
         queue = RabbitQueue(url, "orders", "bench")
         fill(count)
         began = time.perf_counter()

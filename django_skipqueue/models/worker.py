@@ -4,29 +4,26 @@ from __future__ import annotations
 
 from django.db import models
 
+from django_skipqueue.models.process import ProcessRecord
+
 
 class WorkerRole(models.TextChoices):
     SUPERVISOR = "supervisor", "Supervisor"
     WORKER = "worker", "Worker"
 
 
-class WorkerProcess(models.Model):
-    """One row per process start; its heartbeat (database clock) says whether it lives."""
+class WorkerProcess(ProcessRecord):
+    """One row per worker or supervisor start; its heartbeat says whether it lives."""
 
     # Unique per process start (host, pid, random part); also the owner written on claims.
     owner = models.CharField(max_length=128, unique=True)
     role = models.CharField(max_length=16, choices=WorkerRole.choices)
     supervisor = models.CharField(max_length=128, null=True, blank=True)
-    hostname = models.CharField(max_length=255)
-    pid = models.PositiveIntegerField()
     backend_alias = models.CharField(max_length=64, default="default")
     queues = models.JSONField(default=list)
     threads = models.PositiveSmallIntegerField(default=1)
-    # host:port of the UDP socket that wakes this worker when a job is enqueued.
-    wakeup_address = models.CharField(max_length=64, null=True, blank=True)
-    started_at = models.DateTimeField()
-    last_heartbeat_at = models.DateTimeField()
-    stopped_at = models.DateTimeField(null=True, blank=True)
+    # hostname, pid, wakeup_address (woken when a job of its queues is enqueued), started_at,
+    # last_heartbeat_at, stopped_at: ProcessRecord's.
 
     claimed = models.PositiveBigIntegerField(default=0)
     succeeded = models.PositiveBigIntegerField(default=0)

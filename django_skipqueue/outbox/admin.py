@@ -12,9 +12,10 @@ from django.utils.safestring import SafeString
 from ..admin import cells
 from ..admin.detail import moment
 from ..admin.readonly import ReadOnlyAdmin
-from .models import MessageStatus, OutboxMessage, OutboxRelay
+from . import transitions
+from .models import OutboxMessage, OutboxRelay
+from .relays import after_commit
 from .stats import with_relay_state
-from .wakeup import after_commit
 
 
 @admin.action(permissions=["resend"], description="Send selected dead letters again")
@@ -22,10 +23,7 @@ def send_again(model_admin: OutboxMessageAdmin, request: HttpRequest, queryset: 
     """Give dead letters back to the relay as new pending messages with their own ids."""
     using = queryset.db
     with transaction.atomic(using=using):
-        dead = queryset.filter(status=MessageStatus.DEAD)
-        resent = dead.update(
-            status=MessageStatus.PENDING, attempts=0, owner=None, available_at=None
-        )
+        resent = transitions.send_again(queryset)
         after_commit(using)
     skipped = queryset.count() - resent
     model_admin.message_user(request, f"{resent} dead letter(s) will be sent again.")

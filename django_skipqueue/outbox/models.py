@@ -9,17 +9,12 @@ from django.db import models
 
 from ..db.clock import DatabaseNow
 from ..db.keys import KeyField
+from ..models.process import ProcessRecord
+from .states import MessageStatus
 
 #: Explicit: were the app left out of INSTALLED_APPS, its models would join
 #: django_skipqueue (the package around them) and name tables no migration creates.
 APP_LABEL = "skipqueue_outbox"
-
-
-class MessageStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    # Refused by the broker, waiting for available_at; later messages of its key wait too.
-    RETRY = "retry", "Retry"
-    DEAD = "dead", "Dead letter"
 
 
 class CompactJSONEncoder(json.JSONEncoder):
@@ -34,6 +29,7 @@ class OutboxMessage(models.Model):
 
     # Monotonic: the order of a key's messages is the order of their ids.
     id = models.BigAutoField(primary_key=True)
+    # A new row's status is states.PUBLISH's; later, only transitions.py writes it.
     status = models.CharField(
         max_length=8, choices=MessageStatus.choices, default=MessageStatus.PENDING
     )
@@ -79,17 +75,18 @@ class OutboxPartition(models.Model):
         return f"partition {self.number}"
 
 
-class OutboxRelay(models.Model):
-    """One row per relay process start: heartbeat, wake-up address and counters."""
+class OutboxRelay(ProcessRecord):
+    """One row per relay process start: heartbeat, wake-up address and counters.
+
+    hostname, pid, wakeup_address and stopped_at are ProcessRecord's, as the reading of the
+    heartbeat (``OutboxRelay.objects.live()``, ``.with_state()``).
+    """
 
     name = models.CharField(max_length=128, unique=True)
-    hostname = models.CharField(max_length=255)
-    pid = models.PositiveIntegerField()
     broker = models.CharField(max_length=255)
-    wakeup_address = models.CharField(max_length=64, null=True, blank=True)
+    # The database's clock when the relay registers (no clock of the relay's host).
     started_at = models.DateTimeField(db_default=DatabaseNow())
     last_heartbeat_at = models.DateTimeField(db_default=DatabaseNow())
-    stopped_at = models.DateTimeField(null=True, blank=True)
     sent = models.PositiveBigIntegerField(default=0)
     retried = models.PositiveBigIntegerField(default=0)
     dead = models.PositiveBigIntegerField(default=0)

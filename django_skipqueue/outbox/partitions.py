@@ -28,7 +28,8 @@ from django.db.models.functions import Cast
 from ..db.clock import DatabaseNow
 from ..db.statements import retry_whole_transaction, short_transaction, slot_int
 from . import compiled
-from .models import MessageStatus, OutboxMessage, OutboxPartition
+from .models import OutboxMessage, OutboxPartition
+from .states import MessageStatus
 
 
 def ensure_partitions(using: str, count: int) -> None:

@@ -23,8 +23,8 @@ from . import partitions
 from .models import OutboxRelay
 from .reach import BrokerReach, say_held
 from .relay import Relay, Round
+from .relays import named_partitions
 from .transports import Transport, redact, transport_for
-from .wakeup import named_partitions
 
 logger = logging.getLogger("django_skipqueue.outbox.relay")
 

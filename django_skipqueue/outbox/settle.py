@@ -1,5 +1,8 @@
 """Record what the broker said, fenced on the claim that published: a lost lease changes nothing.
 
+Each outcome is one transition of ``states.py`` (a refusal's retry or dead letter decided
+there), written by ``transitions.py``.
+
 Every statement matches rows by id *and* by the claim's token in ``owner``: if another relay
 took the partition over (this relay stalled past its lease), it re-marked the rows with its
 own token, and this relay's confirm, retry or release matches nothing.
@@ -10,11 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.db.models import F
-
-from ..db.clock import DatabaseNowPlus
-from . import compiled
-from .models import MessageStatus, OutboxMessage
+from . import states, transitions
 from .partitions import Row
 
 
@@ -44,7 +43,7 @@ def mark_claimed(using: str, ids: Sequence[int], token: str, relay: str, partiti
     live lease of the partition: a relay that stalled past its lease stamps nothing (0), and
     must publish nothing, since another relay may be sending the same rows.
     """
-    return compiled.mark_claimed(using, ids, token, relay, partition) if ids else 0
+    return transitions.claim(using, ids, token, relay, partition)
 
 
 def settle(
@@ -58,38 +57,31 @@ def settle(
     ``X-Skipqueue-Resent`` whenever it carries one, so a refusal or a give-back by this claim
     never erases an earlier claim's possible duplicate.
     """
-    objects = OutboxMessage.objects.using(using)
-    sent = 0
-    if outcomes.sent:
-        deleted = compiled.delete_sent(using, outcomes.sent, token)
-        sent = (
-            objects.filter(pk__in=outcomes.sent, owner=token).delete()[0]
-            if deleted is None
-            else deleted
-        )
+    sent = transitions.send(using, outcomes.sent, token)
     retried = dead = 0
     for message, error in outcomes.retry:
-        if message.attempts >= max_attempts:
-            dead += _dead(using, token, message, f"{error} (after {message.attempts} attempts)")
+        step = states.after_refusal(message.attempts, max_attempts, backoff, cap)
+        if step.transition is states.DEAD_LETTER:
+            error = f"{error} (after {message.attempts} attempts)"
+            dead += transitions.dead_letter(using, token, message.pk, error)
             continue
-        delay = min(backoff * 2 ** (message.attempts - 1), cap)
-        retried += _retry(using, token, message, error, delay, trace=message.owner)
+        assert step.delay is not None
+        retried += transitions.retry(using, token, message.pk, error, step.delay, message.owner)
     for message, error in outcomes.retry_unanswered:
         # No answer, so no attempt spent (as for an unreachable broker): the broker may have
         # taken it, the row keeps this claim's token as the trace of a possible duplicate.
-        delay = min(backoff * 2 ** max(message.attempts - 2, 0), cap)
-        retried += _retry(using, token, message, error, delay, trace=token, spent=False)
+        step = states.after_no_answer(message.attempts, backoff, cap)
+        assert step.delay is not None
+        retried += transitions.retry_unanswered(using, token, message.pk, error, step.delay)
     for message, error in outcomes.dead:
-        dead += _dead(using, token, message, error)
+        dead += transitions.dead_letter(using, token, message.pk, error)
     for message, error in outcomes.unknown:
         # In flight when the connection broke: no answer, no attempt spent; the token stays.
-        objects.filter(pk=message.pk, owner=token).update(
-            last_error=error, attempts=F("attempts") - 1
-        )
+        transitions.lose_answer(using, token, message.pk, error)
     for trace, ids in _by_trace(outcomes.untried).items():
         # Never handed to the broker by this claim: no attempt spent, and the row as the claim
         # found it (one UPDATE in the usual case, where no earlier claim left a trace).
-        objects.filter(pk__in=ids, owner=token).update(owner=trace, attempts=F("attempts") - 1)
+        transitions.give_back(using, token, ids, trace)
     return sent, retried, dead
 
 
@@ -99,37 +91,3 @@ def _by_trace(messages: Sequence[Row]) -> dict[str | None, list[int]]:
     for message in messages:
         ids.setdefault(message.owner, []).append(message.pk)
     return ids
-
-
-def _retry(
-    using: str,
-    token: str,
-    message: Row,
-    error: str,
-    delay: float,
-    *,
-    trace: str | None,
-    spent: bool = True,
-) -> int:
-    """Put ``message`` back for a later round in ``delay`` seconds; ``spent=False`` gives back
-    the attempt its claim counted."""
-    attempts = F("attempts") if spent else F("attempts") - 1
-    return (
-        OutboxMessage.objects.using(using)
-        .filter(pk=message.pk, owner=token)
-        .update(
-            status=MessageStatus.RETRY,
-            available_at=DatabaseNowPlus(delay),
-            last_error=error,
-            owner=trace,
-            attempts=attempts,
-        )
-    )
-
-
-def _dead(using: str, token: str, message: Row, error: str) -> int:
-    return (
-        OutboxMessage.objects.using(using)
-        .filter(pk=message.pk, owner=token)
-        .update(status=MessageStatus.DEAD, last_error=error, owner=None, available_at=None)
-    )

@@ -6,18 +6,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.apps import apps
-from django.db.models import Avg, Case, CharField, Min, Sum, Value, When
+from django.db.models import Avg, Min, Sum
 
 from ..conf import get_settings
-from ..db.clock import DatabaseNowPlus, read_db_now
+from ..db.clock import read_db_now
 from ..db.counting import capped_count
 from ..durations import format_seconds
 
 #: The app label; the figures exist only where the outbox app is installed.
 APP = "django_skipqueue.outbox"
-#: A relay silent for this many times SKIPQUEUE_WORKER_STALE_SECONDS is gone (killed, its
-#: machine lost): its row stays for history, out of the live and stale counts.
-GONE_FACTOR = 10
 
 
 @dataclass
@@ -53,7 +50,8 @@ def outbox_status(using: str) -> OutboxStatus | None:
     """Gather the outbox figures, or None when the outbox app is not installed."""
     if not apps.is_installed(APP):
         return None
-    from .models import MessageStatus, OutboxMessage, OutboxRelay
+    from .models import OutboxMessage, OutboxRelay
+    from .states import MessageStatus
 
     settings = get_settings()
     messages = OutboxMessage.objects.using(using)
@@ -63,10 +61,8 @@ def outbox_status(using: str) -> OutboxStatus | None:
     }
     oldest = oldest_unsent(messages, [MessageStatus.PENDING, MessageStatus.RETRY])
     age = None if oldest is None else max((read_db_now(using) - oldest).total_seconds(), 0.0)
-    relays = OutboxRelay.objects.using(using).filter(stopped_at__isnull=True)
-    horizon = DatabaseNowPlus(-settings.WORKER_STALE_SECONDS)
-    gone = DatabaseNowPlus(-settings.WORKER_STALE_SECONDS * GONE_FACTOR)
-    live = relays.filter(last_heartbeat_at__gte=horizon)
+    relays = OutboxRelay.objects.using(using)
+    live = relays.live()
     figures = live.aggregate(sent=Sum("sent"), confirm=Avg("confirm_ms"), rate=Sum("publish_rate"))
     return OutboxStatus(
         pending=counts[MessageStatus.PENDING].value,
@@ -74,9 +70,7 @@ def outbox_status(using: str) -> OutboxStatus | None:
         dead=counts[MessageStatus.DEAD].value,
         oldest_unsent_age=age,
         relays_live=live.count(),
-        relays_stale=relays.filter(
-            last_heartbeat_at__lt=horizon, last_heartbeat_at__gte=gone
-        ).count(),
+        relays_stale=relays.stale().count(),
         sent_by_live_relays=figures["sent"] or 0,
         confirm_ms=figures["confirm"],
         publish_rate=figures["rate"] or 0.0,
@@ -86,18 +80,7 @@ def outbox_status(using: str) -> OutboxStatus | None:
 
 def with_relay_state(relays: Any) -> Any:
     """Annotate each relay row with ``state``: stopped, live, stale or gone (database clock)."""
-    stale = get_settings().WORKER_STALE_SECONDS
-    return relays.annotate(
-        state=Case(
-            When(stopped_at__isnull=False, then=Value("stopped")),
-            When(last_heartbeat_at__gte=DatabaseNowPlus(-stale), then=Value("live")),
-            When(
-                last_heartbeat_at__gte=DatabaseNowPlus(-stale * GONE_FACTOR), then=Value("stale")
-            ),
-            default=Value("gone"),
-            output_field=CharField(),
-        )
-    )
+    return relays.with_state()
 
 
 def oldest_unsent(messages: Any, statuses: list[str]) -> Any:

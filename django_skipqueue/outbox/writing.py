@@ -50,7 +50,7 @@ def publish_messages(messages: Iterable[Message], using: str | None) -> list[Out
         raise DuplicateMessage(
             f"An outbox message with one of these ids exists: {error}"
         ) from error
-    from .wakeup import after_commit  # the wake-up reads the relays table
+    from .relays import after_commit  # the wake-up reads the relays table
 
     after_commit(alias, {row.partition for row in rows})
     return created

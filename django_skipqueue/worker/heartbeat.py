@@ -13,7 +13,6 @@ import contextlib
 import logging
 import math
 import os
-import random
 import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -23,6 +22,7 @@ from typing import Any
 from django.db import Error, connections
 from django.db.models import Sum
 
+from django_skipqueue.backoff import exponential
 from django_skipqueue.conf import get_settings
 from django_skipqueue.db.clock import DatabaseNow, read_db_now
 from django_skipqueue.db.outage import is_unreachable, outage
@@ -57,7 +57,7 @@ class DatabaseBackoff:
     def failed(self, error: Error) -> float:
         """Drop the broken connection; return how long to wait before trying again."""
         self.failures += 1
-        delay = min(MAX_DATABASE_PAUSE, 0.1 * 2 ** (self.failures - 1)) * random.uniform(0.5, 1)
+        delay = exponential(self.failures, 0.1, MAX_DATABASE_PAUSE)
         if is_unreachable(error):
             outage(self.using).failed(error)
         elif self.failures == 1 or self.failures % 10 == 0:

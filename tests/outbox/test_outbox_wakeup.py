@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 from django.db import transaction
 
-from django_skipqueue.outbox import Message, publish_many, wakeup
+from django_skipqueue.outbox import Message, publish_many, relays
 from django_skipqueue.outbox.models import OutboxRelay
-from django_skipqueue.outbox.wakeup import named_partitions
+from django_skipqueue.outbox.relays import named_partitions
 from django_skipqueue.outbox.writing import partition_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,10 +27,10 @@ def listening() -> Iterator[socket.socket]:
     OutboxRelay.objects.create(
         name="listener", hostname="h", pid=1, broker="amqp://x", wakeup_address=f"{host}:{port}"
     )
-    wakeup.forget_addresses()
+    relays.forget_addresses()
     yield udp
     udp.close()
-    wakeup.forget_addresses()
+    relays.forget_addresses()
 
 
 def test_the_datagram_names_the_partitions_of_the_committed_messages(listening):
@@ -50,5 +50,5 @@ def test_a_rolled_back_publish_wakes_nobody_and_a_bare_datagram_means_look_every
     listening.settimeout(0.5)
     with pytest.raises(TimeoutError):
         listening.recv(512)
-    assert wakeup.notify("default") == 1
+    assert relays.notify("default") == 1
     assert named_partitions(listening.recv(512).decode().split(",")) is None
