@@ -8,10 +8,10 @@ it. Django's MySQL backend sets CLIENT.FOUND_ROWS, so ``update()`` returns rows 
 which is what the fence needs. Enqueue (1, 2) inserts whole rows (enqueue.py) and the purge (13)
 deletes them (maintenance/archive.py): neither is an UPDATE.
 
-A job that belongs to a batch or a chain (``Job.batch_id``, django_skipqueue.workflows) has
-its outcome counted in the same transaction as the fenced UPDATE that records it: a write the
-fence rejects counts nothing, and a count never commits without its write. A plain job pays
-one attribute check and no query.
+A job that belongs to a batch (``Job.batch_id``) has its outcome announced to the outcome
+listeners (``hooks.py``: the workflows app counts it) in the same transaction as the fenced
+UPDATE that records it: a write the fence rejects is announced to nobody, and a listener's
+writes never commit without the outcome. A plain job pays one attribute check and no query.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import reduce
 from operator import or_
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import Case, F, JSONField, Q, QuerySet, Value, When
@@ -30,6 +30,7 @@ from django.db.models.functions import Cast, Greatest
 from django_skipqueue.db import statements
 from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_skipqueue.db.statements import slot_int, slot_json, slot_str
+from django_skipqueue.hooks import Ended, outcomes_recorded
 from django_skipqueue.models import Job
 
 if TYPE_CHECKING:
@@ -50,21 +51,9 @@ from django_skipqueue.states import (
 Rows = QuerySet[Job, Job]
 
 
-class Ended(NamedTuple):
-    """An outcome a batch counts: SUCCEEDED, FAILED, CANCELLED, or READY (a failure retried)."""
-
-    batch_id: int
-    status: JobStatus
-    job_id: int
-    return_value: Any = None
-
-
 def count_in_batches(using: str, ended: Sequence[Ended]) -> None:
-    """Count ``ended`` in their batches, in the caller's transaction (workflows app)."""
-    if ended:
-        from django_skipqueue.workflows.counting import count
-
-        count(using, ended)
+    """Tell the outcome listeners of ``ended`` in the caller's transaction (hooks.py)."""
+    outcomes_recorded(using, ended)
 
 
 def fenced(job: Job) -> JobQuerySet:

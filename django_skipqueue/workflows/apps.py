@@ -1,4 +1,4 @@
-"""The workflows app: batches with callbacks and chains, counted by the job transitions."""
+"""The workflows app: batches with callbacks and chains, counted by an outcome listener."""
 
 from __future__ import annotations
 
@@ -10,3 +10,10 @@ class WorkflowsConfig(AppConfig):
     label = "skipqueue_workflows"
     verbose_name = "Workflows"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        """Count each batched job's outcome in the transaction that records it (hooks.py)."""
+        from ..hooks import register_outcome_listener
+        from .counting import count
+
+        register_outcome_listener(count)

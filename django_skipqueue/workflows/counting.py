@@ -1,6 +1,7 @@
 """Count job outcomes in their batches and fire what became due: callbacks, a chain's next step.
 
-Called by ``transitions.py`` only, inside the transaction that writes the outcomes (so a
+An outcome listener (``django_skipqueue.hooks``), registered by the app's ``ready()``:
+``transitions.py`` calls it inside the transaction that writes the outcomes (so a
 fenced write that lost counts nothing, and a count never commits without its write). The
 counters' UPDATE locks the batch row until that transaction ends: every other outcome of the
 batch waits for it, then reads the counters it left. The transaction that makes a batch done
@@ -22,7 +23,7 @@ from ..context import resolve_task
 from ..db.clock import DatabaseNow
 from ..enqueue import build_job, insert_job
 from ..states import JobStatus
-from ..transitions import Ended
+from ..hooks import Ended
 from .models import Batch, Kind, Member
 
 logger = logging.getLogger("django_skipqueue.workflows")
