@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,12 @@ from django_skipqueue.exceptions import AppNotInstalled, InvalidQueueName, Inval
 from django_skipqueue.flow.options import check_flow_options
 from django_skipqueue.monitoring import tracing
 from django_skipqueue.states import JobStatus
-from django_skipqueue.tasks import REPLACEABLE, SkipQueueTask, check_key_template
+from django_skipqueue.tasks import (
+    QUEUE_NAME_PATTERN,
+    REPLACEABLE,
+    SkipQueueTask,
+    check_key_template,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -40,9 +44,6 @@ if TYPE_CHECKING:
 # must load without django_skipqueue in INSTALLED_APPS, so that the backend can say to add it
 # where importing the models would raise an error about an internal model.
 
-#: A valid queue name. ``\Z``, not ``$``, which matches before a final newline too: "default\n"
-#: was valid. Use ``fullmatch``.
-QUEUE_NAME_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}\Z")
 #: What unique_while may name.
 _STATUS_VALUES = frozenset(status.value for status in JobStatus)
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]

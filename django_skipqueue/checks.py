@@ -115,7 +115,7 @@ def check_time_zone() -> list[CheckMessage]:
 
 
 def check_queue_names(backend: SkipQueueBackend) -> list[CheckMessage]:
-    from django_skipqueue.backend import QUEUE_NAME_PATTERN
+    from django_skipqueue.tasks import QUEUE_NAME_PATTERN
 
     return [
         Error(

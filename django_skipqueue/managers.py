@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
+from django.db.models import Case, F, When
 
 from django_skipqueue.db import statements
-from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_skipqueue.db.statements import (
     retry_whole_transaction,
     short_transaction,
@@ -18,6 +19,7 @@ from django_skipqueue.db.statements import (
     slot_int,
     slot_str,
 )
+from django_skipqueue.queues import unpaused
 from django_skipqueue.states import FINISHED_STATUSES, JobStatus
 
 if TYPE_CHECKING:
@@ -96,9 +98,6 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
         """
         if limit < 1:
             raise ValueError("limit must be at least 1.")
-        # queues.py imports the models, which import this module.
-        from django_skipqueue.queues import unpaused
-
         claimed: list[tuple[list[int], list[Job]]] = []
         for queue_name in unpaused(queues, self.db):
             wanted = limit - sum(len(ids) for ids, _ in claimed)
@@ -176,8 +175,6 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
             return statements.limit_as_parameter(statements.compile_select(queryset, 1), 1)
 
     def _mark(self, count: int, lease: float | None) -> statements.Statement:
-        from django_skipqueue.transitions import claimed_fields  # it imports the models
-
         rows = self.filter(pk__in=[slot_int(i) for i in range(count)])
         fields = claimed_fields(slot_str(count), None if lease is None else slot_float(count + 1))
         return statements.compile_update(rows, fields, count + (1 if lease is None else 2))
@@ -224,3 +221,20 @@ class JobManager(models.Manager.from_queryset(JobQuerySet)):  # type: ignore[mis
         """
         locking = queryset.select_for_update(skip_locked=True)
         return list(locking.values_list(*fields)[:limit])
+
+
+def claimed_fields(owner: Any, lease: Any) -> dict[str, object]:
+    """Return what a claim (4) writes; the manager compiles it into the claim statement.
+
+    Here, not in ``transitions.py``: the claim is the manager's one locking method, and the
+    transitions import the models, which import this module.
+    """
+    now = DatabaseNow()
+    return {
+        "status": JobStatus.CLAIMED,
+        "owner": owner,
+        "lease_until": DatabaseNowPlus(F("lease_seconds") if lease is None else lease),
+        "attempts": F("attempts") + 1,
+        "started_at": Case(When(started_at__isnull=True, then=now), default=F("started_at")),
+        "last_attempted_at": now,
+    }

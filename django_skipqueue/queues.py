@@ -21,7 +21,8 @@ from django_skipqueue.compat import BaseTaskBackend, InvalidTaskBackend, task_ba
 from django_skipqueue.conf import get_settings
 from django_skipqueue.db.clock import read_db_now
 from django_skipqueue.exceptions import InvalidQueueName
-from django_skipqueue.models import QueuePause
+from django_skipqueue.models.queue import QueuePause  # its module: the manager imports this
+from django_skipqueue.tasks import QUEUE_NAME_PATTERN
 
 # The backend by its alias, and its queues.
 
@@ -56,8 +57,6 @@ def queue_names(alias: str = "default") -> list[str]:
 def check_queue(alias: str, queue_name: str) -> None:
     """Raise InvalidQueueName unless ``queue_name`` is one of backend ``alias``'s queues
     (any valid name when its QUEUES is ``[]``, as the backend accepts them)."""
-    from .backend import QUEUE_NAME_PATTERN
-
     names = queue_names(alias)
     if not names and QUEUE_NAME_PATTERN.fullmatch(queue_name):
         return

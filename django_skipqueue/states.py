@@ -360,6 +360,7 @@ def next_step(
     max_attempts: int,
     backoff: float | RetryPolicy | None,
     *,
+    flow_key: str | None,
     cancel_requested: bool = False,
     retryable: bool = True,
     error: BaseException | None = None,
@@ -374,7 +375,9 @@ def next_step(
     or that the task's policy does not retry (``discard_on``, ``retry_on``); otherwise the
     job is retried after the policy's delay, later (6) or at once (7), unless the task's own
     backoff answers None (9). ``backoff`` is the task's policy, or the base of its exponential
-    backoff (None for SKIPQUEUE_RETRY_BACKOFF).
+    backoff (None for SKIPQUEUE_RETRY_BACKOFF). ``flow_key``: the job's (``Job.flow_key``), a
+    required argument because a retry at once of a keyed job waits for its key's admission
+    (21, not 7), which this decides too.
     """
     if cancel_requested:
         return Step(CANCEL_RUNNING)
@@ -385,19 +388,13 @@ def next_step(
         return Step(FAIL)
     if attempts >= max_attempts or not retryable or not policy.retries(error):
         return Step(FAIL)
-    return retry_after(policy.delay(error, attempts))
+    return retry_after(policy.delay(error, attempts), flow_key=flow_key)
 
 
-def retry_after(delay: float | None) -> Step:
-    """Return the step of a retry in ``delay`` seconds; None means no retry: the job fails."""
-    if delay is None:
-        return Step(FAIL)
-    return Step(RETRY_LATER, delay) if delay > 0 else Step(RETRY_NOW, 0.0)
+def retry_after(delay: float | None, *, flow_key: str | None) -> Step:
+    """Return the step of a retry in ``delay`` seconds; None means no retry: the job fails.
 
-
-def through_admission(step: Step, flow_key: str | None) -> Step:
-    """Return ``step``, or 21 for a retry at once of a job of a flow key.
-
+    A retry at once of a job of a flow key (``flow_key``) waits for its key's admission (21).
     Its next attempt is a new start, which its key's rate window must count: it waits
     BLOCKED instead of going READY (7), and the transaction that writes it has its key admit
     what it allows (18). A job that holds a slot keeps it and is admitted by the rate alone:
@@ -405,14 +402,16 @@ def through_admission(step: Step, flow_key: str | None) -> Step:
     job (no flow key) one attribute check, and a keyed job no query: the key's rate is read
     by the admission, under the key's lock, after the job's own row.
     """
-    if step.transition is RETRY_NOW and flow_key is not None:
-        return Step(RETRY_NOW_BLOCKED, 0.0)
-    return step
+    if delay is None:
+        return Step(FAIL)
+    if delay > 0:
+        return Step(RETRY_LATER, delay)
+    return Step(RETRY_NOW, 0.0) if flow_key is None else Step(RETRY_NOW_BLOCKED, 0.0)
 
 
 def retry_delay(job: Attempts, backoff: float | None) -> float | None:
     """Return the seconds until ``job``'s next attempt, or None when its attempts are spent."""
-    return next_step(job.attempts, job.max_attempts, backoff).delay
+    return next_step(job.attempts, job.max_attempts, backoff, flow_key=None).delay
 
 
 def backoff_delay(attempts: int, backoff: float | None) -> float:

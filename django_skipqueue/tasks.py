@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -106,6 +107,9 @@ class SkipQueueTask(Task):
         return replace(task, **options) if options else task  # type: ignore[return-value]
 
 
+#: A valid queue name. ``\Z``, not ``$``, which matches before a final newline too: "default\n"
+#: was valid. Use ``fullmatch``.
+QUEUE_NAME_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}\Z")
 #: What ``unique_replace`` may name: the waiting job's arguments, its run time.
 REPLACEABLE = frozenset({"args", "run_after"})
 #: Longest stored key (the column's length); a longer derived key is shortened with a hash.

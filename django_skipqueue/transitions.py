@@ -30,6 +30,7 @@ from django.db.models.functions import Cast, Greatest
 from django_skipqueue.db import statements
 from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_skipqueue.db.statements import slot_int, slot_json, slot_str
+from django_skipqueue.flow import slots
 from django_skipqueue.hooks import Ended, outcomes_recorded
 from django_skipqueue.models import Job
 
@@ -40,11 +41,9 @@ from django_skipqueue.states import (
     CANCEL_RUNNING,
     CANCELLABLE_STATUSES,
     FINISHED_STATUSES,
-    RETRY_NOW,
     JobStatus,
     Step,
     retry_after,
-    through_admission,
 )
 
 #: Rows a caller has locked (and guarded) for a batched transition.
@@ -63,7 +62,7 @@ def fenced(job: Job) -> JobQuerySet:
     )
 
 
-# 3 promote, 18 admit, 4 claim, 8 release: ready and back.
+# 3 promote, 18 admit, 4 claim (the manager's, ``managers.claimed_fields``), 8 release.
 
 
 def promote(
@@ -81,10 +80,8 @@ def promote(
     scheduled = rows.filter(status=JobStatus.SCHEDULED)
     if not flow_keys:
         return scheduled.update(status=JobStatus.READY)
-    from django_skipqueue.flow import admission
-
-    written = scheduled.update(status=admission.blocked_status())
-    admission.admit_keys(rows.db, flow_keys, holders)
+    written = scheduled.update(status=slots.blocked_status())
+    admit_chosen(rows.db, slots.admit_keys(rows.db, flow_keys, holders))
     return written
 
 
@@ -92,22 +89,18 @@ def admit(rows: Rows, *, slot: bool) -> int:
     """Make the blocked jobs of ``rows`` (locked by the caller, under their key's row) ready (18).
 
     ``slot``: they take a slot of their key's concurrency limit (``flow_slot``), which their
-    end gives back. Called by ``flow/admission.py`` in the transaction that counted the slots.
+    end gives back.
     """
     return rows.filter(status=JobStatus.BLOCKED).update(status=JobStatus.READY, flow_slot=slot)
 
 
-def claimed_fields(owner: Any, lease: Any) -> dict[str, object]:
-    """Return what a claim (4) writes; the manager compiles it into the claim statement."""
-    now = DatabaseNow()
-    return {
-        "status": JobStatus.CLAIMED,
-        "owner": owner,
-        "lease_until": DatabaseNowPlus(F("lease_seconds") if lease is None else lease),
-        "attempts": F("attempts") + 1,
-        "started_at": Case(When(started_at__isnull=True, then=now), default=F("started_at")),
-        "last_attempted_at": now,
-    }
+def admit_chosen(using: str, chosen: slots.Admitted) -> None:
+    """Admit (18) the jobs a key's bookkeeping chose (``flow/slots.py``), in its transaction."""
+    jobs = Job.objects.using(using)
+    if chosen.with_slot:
+        admit(jobs.filter(pk__in=chosen.with_slot), slot=True)
+    if chosen.without_slot:
+        admit(jobs.filter(pk__in=chosen.without_slot), slot=False)
 
 
 def release(job: Job) -> bool:
@@ -212,7 +205,7 @@ def succeed(job: Job, return_value: Any) -> bool:
 
 def fail(job: Job, error: dict[str, str], *, retry_in: float | None) -> bool:
     """End a failed attempt: retry in ``retry_in`` seconds (6, 7), or fail for good (9)."""
-    return end_attempt(job, error, retry_after(retry_in))
+    return end_attempt(job, error, retry_after(retry_in, flow_key=job.flow_key))
 
 
 def cancel_running(job: Job, error: dict[str, str]) -> bool:
@@ -221,11 +214,8 @@ def cancel_running(job: Job, error: dict[str, str]) -> bool:
 
 
 def end_attempt(job: Job, error: dict[str, str], step: Step) -> bool:
-    """Apply ``step`` (6, 7, 9 or 10) to the worker's attempt that did not succeed.
-
-    A retry at once (7) of a job of a flow key waits blocked (21).
-    """
-    step = through_admission(step, job.flow_key)
+    """Apply ``step`` (6, 7, 9, 10 or 21: ``states.next_step()``) to the worker's attempt that
+    did not succeed."""
     ended = None if step.retried else _ended(job, step.status)
     fields = _attempt_over(job.errors, job.worker_ids, job.owner, error, step)
     return _apply(job, ended, **fields)
@@ -239,20 +229,19 @@ def interrupt(job: Job, error: dict[str, str]) -> bool:
     last: the stop was the worker's, not the job's. A job of a flow key waits blocked for its
     key's admission instead (21): the attempt it ran was a start, and so is the next.
     """
-    step = through_admission(Step(RETRY_NOW, 0.0), job.flow_key)
+    step = retry_after(0.0, flow_key=job.flow_key)
     fields = _attempt_over(job.errors, job.worker_ids, job.owner, error, step)
     return _apply(job, None, **fields, max_attempts=max(job.max_attempts, job.attempts + 1))
 
 
 def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step: Step) -> int:
-    """Apply ``step`` to an expired lease (the reaper: 6, 7, 9 or 10); return rows written.
+    """Apply ``step`` to an expired lease (the reaper: 6, 7, 9, 10 or 21); return rows written.
 
     ``row`` holds the fence as the reaper read it; the lease must still be expired, so a
     worker that renewed it meanwhile keeps its job. The owner is cleared in every case. A
     retry at once of a job of a flow key waits blocked (21), and its key admits what it
     allows in the same transaction (a slot holder by the rate alone).
     """
-    step = through_admission(step, row.get("flow_key"))
     fields = _attempt_over(row["errors"], row["worker_ids"], row["owner"], error, step)
     rows = Job.objects.using(using).expired()
     fence = rows.filter(pk=row["pk"], owner=row["owner"], attempts=row["attempts"])
@@ -336,20 +325,17 @@ def _admit(using: str, key: str | None, holder: int | None) -> None:
     """
     if key is None:
         return
-    from django_skipqueue.flow import admission
-
     if holder is None:
-        admission.admit_keys(using, [key])
+        admit_chosen(using, slots.admit_keys(using, [key]))
     else:
-        admission.hold(using, key, holder)
+        admit_chosen(using, slots.hold(using, key, holder))
 
 
 def _release(using: str, key: str | None, job_id: int, status: Any) -> None:
     """Give the flow slot of a job that has just ended back to its key (flow control)."""
     if key is not None:
-        from django_skipqueue.flow import admission
-
-        admission.release(using, key, failed=status == JobStatus.FAILED, job_id=job_id)
+        failed = status == JobStatus.FAILED
+        admit_chosen(using, slots.release(using, key, failed=failed, job_id=job_id))
 
 
 # 5, batched: many successes of one owner, one fenced UPDATE.
@@ -387,10 +373,9 @@ def _release_slots(using: str, jobs: Sequence[Job]) -> None:
     """Clear the flow slots of jobs that have just succeeded together; give them back (5)."""
     if not jobs:
         return
-    from django_skipqueue.flow import admission
-
     Job.objects.using(using).filter(pk__in=[job.pk for job in jobs]).update(flow_slot=False)
-    admission.release_many(using, Counter(job.flow_key for job in jobs if job.flow_key))
+    counts = Counter(job.flow_key for job in jobs if job.flow_key)
+    admit_chosen(using, slots.release_many(using, counts))
 
 
 def succeed_many_later(
@@ -562,11 +547,9 @@ def _retry_failed(rows: Rows) -> int:
             holders.setdefault(key, []).append(pk)
     if not keys:
         return _retry_failed_as(failed, JobStatus.READY)
-    from django_skipqueue.flow import admission
-
     with transaction.atomic(using=rows.db):
-        written = _retry_failed_as(failed, admission.blocked_status())
-        admission.admit_keys(rows.db, keys, holders)
+        written = _retry_failed_as(failed, slots.blocked_status())
+        admit_chosen(rows.db, slots.admit_keys(rows.db, keys, holders))
     return written
 
 

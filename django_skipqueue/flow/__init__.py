@@ -9,7 +9,9 @@ claim is not changed at all: admitted jobs are plain READY rows. Every start pas
 admission: a retried job waits BLOCKED again, and one that holds a slot keeps it and waits in
 its key's ``blocked_holders`` for the rate window alone.
 
-``options`` reads and checks the task options, ``admission`` holds the transactions, and
-``status`` the figures of ``skipqueue_status`` and the admin. Must not import ``worker``,
+``options`` reads and checks the task options, ``slots`` the bookkeeping of a key's slots and
+rate window (below ``transitions.py``: it imports no transition), ``admission`` the keyed
+enqueue and the flow timer (above it), and ``status`` the figures of ``skipqueue_status`` and
+the admin. Must not import ``worker``,
 ``maintenance``, ``admin`` or ``management``.
 """

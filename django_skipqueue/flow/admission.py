@@ -1,38 +1,26 @@
-"""The transactions of flow control: take a key's slots, give them back, open rate windows.
+"""The transactions of flow control above the state machine: a keyed enqueue, the flow timer.
 
-Every function here runs inside the caller's transaction and locks the key's ``FlowKey`` row
-first (``FOR UPDATE``), so that two transactions never count the same slot. Lock order:
-a job row the caller already holds (a job that ends, a job promoted), then the key's row,
-then the blocked rows it admits; an enqueue holds no job row before the key's.
+Each runs the slot bookkeeping of ``slots.py`` (which chooses what a key admits) and writes
+the admission with ``transitions.admit_chosen()`` in the same transaction.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Collection, Iterable, Mapping
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import Case, Value, When
+from django.db import transaction
 
-from django_skipqueue import transitions, wakeup
+from django_skipqueue import transitions
 from django_skipqueue.db.clock import DatabaseNow, read_db_now
+from django_skipqueue.enqueue import insert_job
 from django_skipqueue.flow.options import Flow
+from django_skipqueue.flow.slots import admit, lock_key, window_start
 from django_skipqueue.models import FlowKey, Job, JobStatus
-from django_skipqueue.models.job import WAITING_PREFIX
 
-logger = logging.getLogger("django_skipqueue.flow")
+__all__ = ["enqueue", "seconds_to_next_wake", "wake_due", "window_start"]
 
-#: Most jobs one admission makes ready (a key with a rate limit only, or a large limit).
-ADMIT_BATCH = 500
 #: Keys the flow timer looks at per transaction.
 WAKE_BATCH = 100
-#: Seconds before the flow timer looks again at a key whose blocked slot holder was locked by
-#: another transaction when the admission wanted it.
-LOCKED_HOLDER_RETRY = 1.0
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_CONFIG = ("limit", "ordered", "on_failure", "rate", "period")
 
 
 def enqueue(job: Job, flow: Flow, using: str, replace: Any = ()) -> tuple[Job, bool]:
@@ -42,8 +30,6 @@ def enqueue(job: Job, flow: Flow, using: str, replace: Any = ()) -> tuple[Job, b
     key's jobs are numbered in the order their enqueues commit (what ordered mode runs by).
     A deferred job is inserted SCHEDULED and waits for its key when promoted (19).
     """
-    from django_skipqueue.enqueue import insert_job
-
     job.flow_key = flow.key
     job.flow_slot = False
     if job.status == JobStatus.READY:
@@ -51,247 +37,13 @@ def enqueue(job: Job, flow: Flow, using: str, replace: Any = ()) -> tuple[Job, b
     with transaction.atomic(using=using):
         state = lock_key(using, flow)
         job, created = insert_job(job, using, replace)
-        if created and job.status == JobStatus.BLOCKED and job.pk in admit(using, state):
-            job.status = JobStatus.READY
-            job.flow_slot = state.limit is not None
+        if created and job.status == JobStatus.BLOCKED:
+            admitted = admit(using, state)
+            transitions.admit_chosen(using, admitted)
+            if job.pk in admitted.ids:
+                job.status = JobStatus.READY
+                job.flow_slot = state.limit is not None
     return job, created
-
-
-def lock_key(using: str, flow: Flow) -> FlowKey:
-    """Lock the key's row (creating it the first time), with the task's current limits."""
-    rows = FlowKey.objects.using(using).select_for_update()
-    state = rows.filter(key=flow.key).first()
-    if state is None:
-        try:
-            with transaction.atomic(using=using):
-                FlowKey.objects.using(using).create(
-                    key=flow.key, **{name: getattr(flow, name) for name in _CONFIG}
-                )
-        except IntegrityError:
-            pass  # created meanwhile by another enqueue: lock that one
-        state = rows.get(key=flow.key)
-    changed = [name for name in _CONFIG if getattr(state, name) != getattr(flow, name)]
-    if changed:
-        for name in changed:
-            setattr(state, name, getattr(flow, name))
-        state.save(using=using, update_fields=changed)
-    return state
-
-
-def admit(
-    using: str,
-    state: FlowKey,
-    now: datetime | None = None,
-    *,
-    stored_running: int | None = None,
-    hold: Collection[int] = (),
-    drop: Collection[int] = (),
-) -> list[int]:
-    """Make the blocked jobs of a locked key READY, as many as it allows (18).
-
-    First the slot holders waiting for a rate window (``blocked_holders``, with ``hold``: jobs
-    the caller has just made blocked holding their slot; without ``drop``: jobs that have
-    just left), by the rate alone, oldest first; then the oldest blocked jobs that need a
-    slot, as many as the free slots (``limit - running``) and the starts left in the current
-    rate window allow. The rest stay blocked. When the window is spent, ``wake_at`` asks the
-    flow timer to come back at the next one's start. Returns the ids admitted.
-    """
-    # What the row holds: a release that is followed by one admission writes nothing.
-    stored_running = state.running if stored_running is None else stored_running
-    stored_holders = list(state.blocked_holders)
-    holders = [pk for pk in stored_holders if pk not in drop]
-    holders += [pk for pk in hold if pk not in holders]
-    changed = set()
-    starts = ADMIT_BATCH
-    if state.rate is not None and state.period:
-        now = now or read_db_now(using)
-        start = window_start(now, state.period)
-        if state.window_start != start:
-            turn_window(using, state, start)
-            changed |= {"window_start", "window_count", "window_jobs"}
-        starts = state.rate - state.window_count
-    rows: list[tuple[int, str]] = []
-    locked = False
-    if holders and starts > 0:
-        held, holders, locked = _admit_holders(using, state.key, holders, starts)
-        rows += held
-        starts -= len(held)
-    free = ADMIT_BATCH if state.limit is None else state.limit - state.running
-    free = min(free, starts)
-    if free > 0:
-        waiting = Job.objects.using(using).filter(waiting_key=WAITING_PREFIX + state.key)
-        # A holder is admitted above, by the rate alone: never here, where it would take a
-        # second slot.
-        waiting = waiting.filter(flow_slot=False).order_by("id")
-        # Ordered keys wait for a row another transaction holds: its place is its id.
-        locked_rows = waiting.select_for_update(skip_locked=not state.ordered)
-        new = list(locked_rows.values_list("pk", "queue_name")[:free])
-        if new:
-            transitions.admit(
-                Job.objects.using(using).filter(pk__in=[pk for pk, _ in new]),
-                slot=state.limit is not None,
-            )
-            if state.limit is not None:
-                state.running += len(new)
-            rows += new
-    ids = [pk for pk, _ in rows]
-    if ids:
-        if state.rate is not None:
-            state.window_count += len(ids)
-            state.window_jobs = [*state.window_jobs, *ids]
-            changed |= {"window_count", "window_jobs"}
-        wakeup.after_commit(using, {queue for _, queue in rows})
-    wake_at = None
-    spent = state.rate is not None and state.window_count >= state.rate
-    if spent and state.window_start is not None and state.period:
-        wake_at = state.window_start + timedelta(seconds=state.period)
-    if locked:
-        # A holder another transaction has locked (an operator cancelling it, which gives
-        # its slot back): the flow timer looks again soon, lest it stay blocked.
-        soon = (now or read_db_now(using)) + timedelta(seconds=LOCKED_HOLDER_RETRY)
-        wake_at = soon if wake_at is None else min(wake_at, soon)
-    if wake_at != state.wake_at:
-        state.wake_at = wake_at
-        changed.add("wake_at")
-    if state.running != stored_running:
-        changed.add("running")
-    if holders != stored_holders:
-        state.blocked_holders = holders
-        changed.add("blocked_holders")
-    if changed:
-        state.save(using=using, update_fields=sorted(changed))
-    return ids
-
-
-def _admit_holders(
-    using: str, key: str, holders: list[int], starts: int
-) -> tuple[list[tuple[int, str]], list[int], bool]:
-    """Admit up to ``starts`` of a key's blocked slot holders, oldest first, by primary key.
-
-    They keep their slot (``running`` does not change). Returns the ``(id, queue)`` admitted,
-    the holders still waiting, and whether one was skipped because another transaction holds
-    its row. An id that is no longer a blocked holder of the key (cancelled meanwhile) is
-    dropped.
-    """
-    admitted: list[tuple[int, str]] = []
-    skipped: list[int] = []
-    pending = sorted(holders)
-    while pending and len(admitted) < starts:
-        count = starts - len(admitted)
-        batch, pending = pending[:count], pending[count:]
-        rows = Job.objects.using(using).filter(pk__in=batch).select_for_update(skip_locked=True)
-        found = {
-            pk: (status, slot, flow_key, queue)
-            for pk, status, slot, flow_key, queue in rows.values_list(
-                "pk", "status", "flow_slot", "flow_key", "queue_name"
-            )
-        }
-        if len(found) < len(batch):
-            # Locked by another transaction (kept), or deleted (dropped): a plain read tells.
-            missing = [pk for pk in batch if pk not in found]
-            skipped += Job.objects.using(using).filter(pk__in=missing).values_list("pk", flat=True)
-        admitted += [
-            (pk, found[pk][3])
-            for pk in batch
-            if pk in found and found[pk][:3] == (JobStatus.BLOCKED, True, key)
-        ]
-    if admitted:
-        transitions.admit(
-            Job.objects.using(using).filter(pk__in=[pk for pk, _ in admitted]), slot=True
-        )
-    return admitted, sorted([*skipped, *pending]), bool(skipped)
-
-
-def turn_window(using: str, state: FlowKey, start: datetime) -> None:
-    """Begin the rate window that starts at ``start``, counting the starts it already holds.
-
-    A start is a claim, which this module never sees: the jobs admitted earlier count in the
-    new window if they are still waiting to be claimed (they will start in it) or were
-    claimed since it began (before this first admission of the window).
-    """
-    carried: list[int] = []
-    started = 0
-    if state.window_jobs:
-        rows = Job.objects.using(using).filter(pk__in=state.window_jobs)
-        for pk, status, attempted in rows.values_list("pk", "status", "last_attempted_at"):
-            if status == JobStatus.READY:
-                carried.append(pk)
-            elif attempted is not None and attempted >= start:
-                started += 1
-    state.window_start = start
-    state.window_count = len(carried) + started
-    state.window_jobs = carried
-
-
-def window_start(now: datetime, period: float) -> datetime:
-    """The start of the fixed rate window that holds ``now`` (aligned to the epoch)."""
-    # In whole microseconds: float seconds would put one instant in two windows.
-    elapsed = (now - EPOCH) // timedelta(microseconds=1)
-    length = max(1, round(period * 1_000_000))
-    return EPOCH + timedelta(microseconds=elapsed - elapsed % length)
-
-
-def release(using: str, key: str, *, failed: bool = False, job_id: int | None = None) -> None:
-    """Give back the slot of a job of ``key`` that has just ended, and admit the next.
-
-    Called in the transaction of the fenced UPDATE that ended the job (which cleared its
-    ``flow_slot``). An ordered key with ``on_failure="block"`` keeps the slot of a job that
-    failed for good: the key waits for an operator's retry or cancellation of it.
-    """
-    state = FlowKey.objects.using(using).select_for_update().filter(key=key).first()
-    if state is None:
-        return
-    if failed and state.ordered and state.on_failure == "block" and job_id is not None:
-        Job.objects.using(using).filter(pk=job_id).update(flow_slot=True)
-        logger.warning("ordered key blocked by a failed job key=%s job=%s", key, job_id)
-        return
-    stored = state.running
-    if state.limit is not None and state.running > 0:
-        state.running -= 1
-    # A blocked holder that is cancelled leaves the key's waiting holders.
-    admit(using, state, stored_running=stored, drop=() if job_id is None else (job_id,))
-
-
-def release_many(using: str, counts: Mapping[str, int]) -> None:
-    """Give back ``counts[key]`` slots of each key (jobs that succeeded in one batch), and
-    admit the next jobs; the keys' rows are locked in key order, one read for all of them."""
-    rows = FlowKey.objects.using(using).select_for_update().filter(key__in=sorted(counts))
-    for state in rows.order_by("key"):
-        stored = state.running
-        if state.limit is not None:
-            state.running = max(0, state.running - counts[state.key])
-        admit(using, state, stored_running=stored)
-
-
-def admit_keys(
-    using: str, keys: Iterable[str], holders: Mapping[str, Collection[int]] | None = None
-) -> None:
-    """Admit what each key allows (its jobs just became blocked), in the caller's transaction.
-
-    ``holders``: per key, the jobs among them that hold a slot; they join the key's
-    ``blocked_holders`` and wait for its rate window alone.
-    """
-    holders = holders or {}
-    rows = FlowKey.objects.using(using).select_for_update()
-    for key in sorted(set(keys) | set(holders)):
-        state = rows.filter(key=key).first()
-        if state is not None:
-            admit(using, state, hold=holders.get(key, ()))
-
-
-def hold(using: str, key: str, job_id: int) -> None:
-    """A job of ``key`` that holds a slot has just become blocked (21): it waits for the
-    key's rate window alone, and is admitted at once if the window has starts left."""
-    admit_keys(using, [key], {key: [job_id]})
-
-
-def blocked_status() -> Case:
-    """A due scheduled (or retried) job's new status: BLOCKED for a job of a flow key (19, 20),
-    which its key admits (a slot holder by the rate alone); READY for a plain job (3, 12)."""
-    return Case(
-        When(flow_key__isnull=False, then=Value(JobStatus.BLOCKED)),
-        default=Value(JobStatus.READY),
-    )
 
 
 def wake_due(using: str) -> int:
@@ -303,7 +55,9 @@ def wake_due(using: str) -> int:
         if states:
             now = read_db_now(using)
             for state in states:
-                admitted += len(admit(using, state, now))
+                chosen = admit(using, state, now)
+                transitions.admit_chosen(using, chosen)
+                admitted += len(chosen.ids)
     return admitted
 
 

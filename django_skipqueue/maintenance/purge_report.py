@@ -5,13 +5,11 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from django_skipqueue.durations import format_seconds
+from django_skipqueue.maintenance.purge_options import PurgeOptions
 from django_skipqueue.maintenance.replicas import LagReading
-
-if TYPE_CHECKING:
-    from django_skipqueue.maintenance.purge import Purge
 
 logger = logging.getLogger("django_skipqueue.purge")
 
@@ -83,6 +81,17 @@ class PurgeSummary:
         if self.interrupted:
             parts.append("interrupted: run it again to go on")
         return "; ".join(parts)
+
+
+class Purge(Protocol):
+    """What a reporter reads of the run it reports on: ``purge.Purge``, which imports this."""
+
+    #: Rows in the next chunk.
+    chunk: int
+    options: PurgeOptions
+    summary: PurgeSummary
+
+    def rows_left(self) -> int | None: ...
 
 
 class PurgeReporter(Protocol):

@@ -35,7 +35,6 @@ from django_skipqueue.states import (
     JobStatus,
     RetryPolicy,
     next_step,
-    through_admission,
 )
 from django_skipqueue.tasks import retry_policy
 
@@ -156,11 +155,15 @@ def _reclaim(using: str, row: dict[str, Any], runner: str, step: ReapResult) -> 
     policy = None if cancel else _task_policy(row["task_path"])
     error = _lease_error(row, runner)
     lost = LeaseExpired(error["traceback"])
-    ending = next_step(
-        row["attempts"], row["max_attempts"], policy, cancel_requested=cancel, error=lost
-    )
     # A job of a flow key retried at once waits for its key's admission (21), not ready (7).
-    ending = through_admission(ending, row["flow_key"])
+    ending = next_step(
+        row["attempts"],
+        row["max_attempts"],
+        policy,
+        flow_key=row["flow_key"],
+        cancel_requested=cancel,
+        error=lost,
+    )
     if transitions.end_lost_lease(using, row, error, ending) != 1:
         step.fenced += 1
         return

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from django.core.management.base import OutputWrapper
 
 from django_skipqueue.durations import format_seconds
-from django_skipqueue.maintenance.purge_report import ChunkReport, LogReporter
+from django_skipqueue.maintenance.purge_report import ChunkReport, LogReporter, Purge
 from django_skipqueue.maintenance.replicas import LagReading
-
-if TYPE_CHECKING:
-    from django_skipqueue.maintenance.purge import Purge
 
 
 class TerminalReporter(LogReporter):

@@ -21,6 +21,7 @@ from ..db import statements
 from ..db.clock import DatabaseNow, DatabaseNowPlus
 from ..db.statements import Statement, slot_float, slot_int, slot_json, slot_str
 from .models import LedgerEntry, Reservation, Unit
+from .pools import free_units
 
 #: Claims and sales of more units than this are compiled each time (one statement per size).
 MAX_COMPILED_UNITS = 32
@@ -60,7 +61,6 @@ def claim(using: str, pool: tuple[int, int], quantity: int) -> list[int] | None:
     """Run the claim (see ``units.claim``); None if ``quantity`` is not compiled."""
     if quantity > MAX_COMPILED_UNITS:
         return None
-    from .units import free_units  # units imports this module
 
     def build() -> Statement:
         free = free_units(using, (slot_int(0), slot_int(1)))

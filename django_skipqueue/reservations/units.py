@@ -11,16 +11,9 @@ from django.db.models import QuerySet
 
 from . import compiled
 from .models import Reservation, Unit
+from .pools import free_units, pool_units
 
-
-def pool_units(using: str, pool: tuple[int, int]) -> QuerySet[Unit]:
-    """Return every unit of one pool, free or held."""
-    return Unit.objects.using(using).filter(item_id=pool[0], location_id=pool[1])
-
-
-def free_units(using: str, pool: tuple[int, int]) -> QuerySet[Unit]:
-    """Return the pool's free units in the claim's order (its key's)."""
-    return pool_units(using, pool).filter(reserved_by__isnull=True).order_by("unit_seq")
+__all__ = ["claim", "free_units", "hold_units", "pool_units"]
 
 
 def claim(using: str, pool: tuple[int, int], quantity: int) -> list[int]:

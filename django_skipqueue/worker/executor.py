@@ -134,7 +134,7 @@ class Outcome:
             return Step(CANCEL_RUNNING)
         if self.status == SNOOZED:
             return Step(SNOOZE, self.retry_in)
-        return retry_after(self.retry_in)
+        return retry_after(self.retry_in, flow_key=self.job.flow_key)
 
     @classmethod
     def after(
@@ -531,6 +531,7 @@ def failure(running: Running, task: Task | None, error: BaseException, started: 
         job.attempts,
         job.max_attempts,
         retry_policy(task),
+        flow_key=job.flow_key,
         cancel_requested=cancelled,
         retryable=not isinstance(error, NOT_RETRIED),
         error=error,
@@ -552,7 +553,10 @@ def timed_out(running: Running, task: Task | None) -> Outcome:
     job = running.job
     message = f"Job {job.pk} ran longer than its timeout of {job.timeout_seconds} s."
     exception = JobTimedOut(message)
-    step = next_step(job.attempts, job.max_attempts, retry_policy(task), error=exception)
+    policy = retry_policy(task)
+    step = next_step(
+        job.attempts, job.max_attempts, policy, flow_key=job.flow_key, error=exception
+    )
     error = message_record(JobTimedOut, message)
     started = running.started_at or time.monotonic()
     return Outcome.after(running, step, error, started, exception)

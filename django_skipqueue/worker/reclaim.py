@@ -15,7 +15,7 @@ from django_skipqueue import transitions, wakeup
 from django_skipqueue.db.statements import retry_whole_transaction
 from django_skipqueue.exceptions import WorkerDied, message_record
 from django_skipqueue.models import Job
-from django_skipqueue.states import JobStatus, Step, next_step, through_admission
+from django_skipqueue.states import JobStatus, Step, next_step
 
 logger = logging.getLogger("django_skipqueue.outcomes")
 
@@ -69,7 +69,7 @@ def _spend(held: list[Job], owner: str, reason: str) -> list[Job]:
     using = held[0]._state.db or "default"
     steps = {
         # A job of a flow key waits for its key's admission (21), which wakes its queue.
-        job.pk: through_admission(next_step(job.attempts, job.max_attempts, 0), job.flow_key)
+        job.pk: next_step(job.attempts, job.max_attempts, 0, flow_key=job.flow_key)
         for job in held
     }
     taken = [job for job in held if _reclaim_one(job, reason, steps[job.pk])]

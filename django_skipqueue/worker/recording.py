@@ -25,7 +25,7 @@ from django_skipqueue.db.statements import retry_whole_transaction, short_transa
 from django_skipqueue.exceptions import ResultTooLarge, WorkerStopped, message_record
 from django_skipqueue.models import Job
 from django_skipqueue.queues import backend_class
-from django_skipqueue.states import JobStatus, through_admission
+from django_skipqueue.states import JobStatus
 from django_skipqueue.worker.executor import REFUSED, RETRY, SNOOZED, Outcome, too_large_message
 from django_skipqueue.worker.reclaim import reclaim as reclaim  # its old home
 
@@ -155,7 +155,7 @@ def made_ready(outcomes: Sequence[Outcome]) -> set[str]:
 def _waits_for_admission(outcome: Outcome) -> bool:
     """A retry at once that waits blocked for its key's admission (21): the admission, when
     it makes the job ready, wakes its queue itself."""
-    return through_admission(outcome.step, outcome.job.flow_key).status == JobStatus.BLOCKED
+    return outcome.step.status == JobStatus.BLOCKED
 
 
 def already_written(rejected: Sequence[Outcome]) -> list[bool]:

@@ -22,8 +22,8 @@ from django.db.models import F
 from ..context import resolve_task
 from ..db.clock import DatabaseNow
 from ..enqueue import build_job, insert_job
-from ..states import JobStatus
 from ..hooks import Ended
+from ..states import JobStatus
 from .models import Batch, Kind, Member
 
 logger = logging.getLogger("django_skipqueue.workflows")
