@@ -1,7 +1,7 @@
 """The drain, the outbox relay and the flow drain of two commits, interleaved in one run.
 
-``python -m benchmarks ab --before REV [--after REV] [--rounds 5] [--jobs 20000]
-[--shape 4x4] [--messages 10000] [--flow-jobs 5000] [--flow 1000:1]
+``python -m benchmarks ab --before REV [--after REV] [--rounds 5] [--jobs 10000]
+[--shape 4x4] [--messages 5000] [--flow-jobs 2000] [--flow 10:4]
 [--logging quiet,default] [--title TEXT] [--out FILE]``
 
 Each commit is checked out in a git worktree of its own with a database of its own
@@ -19,8 +19,9 @@ side runs every measurement:
   ``skipqueue_relay --burst`` drains them to the shared RabbitMQ in a vhost of the run's own
   (``outbox_ab``'s measurement: messages/s and the relay's CPU per message from its start to
   its exit; a run fails unless every message reached the queue).
-- ``flow``: F no-op jobs over K keys at concurrency limit L (``--flow K:L``), enqueued afresh,
-  drained by ``runworkers`` of the same shape: jobs/s and CPU per job, as the drain.
+- ``flow``: F no-op jobs over K keys at concurrency limit L (``--flow K:L``), enqueued once
+  by the side's code and restored with their keys' slots before each run, drained by
+  ``runworkers`` of the same shape: jobs/s and CPU per job, as the drain.
 
 It prints one line per run, then each side's median, min–max and interquartile range, the
 after/before ratio of the medians, and the range of the rounds' own after/before ratios (each
@@ -40,19 +41,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from benchmarks.backlog import Backlog
+from benchmarks.backlog import Backlog, stored_columns
 from benchmarks.harness import DOCS_DIR, ROOT, interleaved
 from benchmarks.procs import Fleet, server_cpu_seconds
 from benchmarks.scenarios.drain import _watch
 from benchmarks.scenarios.outbox_ab import QUEUE, TOPIC, OutboxSide, relay, reset
 from benchmarks.sides import WORK, _git, ab_parser, outcome, remove_worktrees, sides_of
 from benchmarks.stats import percentile, ratio
+from benchmarks.systems import System
 from tests.support.brokers import RabbitQueue, rabbitmq_vhost
 
 PEERS = Path("benchmarks") / "peers"
 JOBS_SETTINGS = "benchmarks.peers.ours"
 #: Keyed jobs are done once succeeded; waiting ones may be in any other state.
 FLOW_REMAINING = "SELECT COUNT(*) FROM skipqueue_job WHERE status <> 'succeeded'"
+FLOW_KEYS = "skipqueue_flow_key"
 #: Run by each side's interpreter: M messages over K keys, a transaction per 1,000.
 PUBLISH = """
 import sys
@@ -106,6 +109,37 @@ class AbSide(OutboxSide):
         return env
 
 
+class FlowBacklog(Backlog):
+    """The keyed backlog and its flow keys' slots, both put back from snapshots before a drain.
+
+    Filling it takes a slot per admitted job in ``FLOW_KEYS`` (seconds per thousand jobs on a
+    loaded machine), so it is filled once per side and restored, as the drain's backlog is.
+    """
+
+    def __init__(self, system: System) -> None:
+        super().__init__(replace(system, remaining_sql=FLOW_REMAINING))
+        self._snap = "bench_snapshot_flow"
+
+    def snapshot(self) -> None:
+        super().snapshot()
+        columns = stored_columns(self.db, FLOW_KEYS)
+        self.execute(
+            f"DROP TABLE IF EXISTS {self._snap}_key",
+            f"CREATE TABLE {self._snap}_key LIKE {FLOW_KEYS}",
+            f"INSERT INTO {self._snap}_key ({columns}) SELECT {columns} FROM {FLOW_KEYS}",
+        )
+
+    def restore(self) -> None:
+        super().restore()
+        columns = stored_columns(self.db, FLOW_KEYS)
+        self.execute(
+            "SET FOREIGN_KEY_CHECKS = 0",
+            f"DELETE FROM {FLOW_KEYS}",
+            f"INSERT INTO {FLOW_KEYS} ({columns}) SELECT {columns} FROM {self._snap}_key",
+            "SET FOREIGN_KEY_CHECKS = 1",
+        )
+
+
 def drain(
     side: AbSide, backlog: Backlog, shape: str, count: int, cap: float, logging: str
 ) -> dict:
@@ -120,10 +154,12 @@ def drain(
         fleet.stop()
 
 
-def flow_fill(side: AbSide, backlog: Backlog, jobs: int, flow: str) -> None:
+def flow_fill(side: AbSide, backlog: FlowBacklog, jobs: int, flow: str) -> None:
+    """Enqueue the keyed jobs with the side's own code, then keep them and their keys' slots."""
     keys, limit = flow.split(":")
     backlog.empty()
     side.run("-c", FLOW_FILL, str(jobs), keys, limit)
+    backlog.snapshot()
 
 
 def measure(
@@ -135,8 +171,8 @@ def measure(
         backlogs[side.name, "drain"].restore()
         return drain(side, backlogs[side.name, "drain"], args.shape, args.jobs, args.cap, logging)
     if kind == "flow":
-        flow_fill(side, backlogs[side.name, "flow"], args.flow_jobs, args.flow)
         backlog = backlogs[side.name, "flow"]
+        backlog.restore()
         return drain(side, backlog, args.shape, args.flow_jobs, args.flow_cap, "quiet")
     reset(side)
     side.run("-c", PUBLISH, str(args.messages), str(args.keys), timeout=600)
@@ -177,14 +213,14 @@ def summarise(runs: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, dic
 
 def main() -> None:
     parser = ab_parser(__doc__.splitlines()[0], rounds=5, db_prefix="h_bench_ab")
-    parser.add_argument("--jobs", type=int, default=20_000, help="no-op jobs per drain")
+    parser.add_argument("--jobs", type=int, default=10_000, help="no-op jobs per drain")
     parser.add_argument("--shape", default="4x4", help="runworkers processes x threads")
     parser.add_argument("--cap", type=float, default=12.0, help="longest measured drain, s")
-    parser.add_argument("--messages", type=int, default=10_000, help="messages per relay run")
+    parser.add_argument("--messages", type=int, default=5000, help="messages per relay run")
     parser.add_argument("--keys", type=int, default=20, help="message keys (as outbox_relay)")
-    parser.add_argument("--flow-jobs", type=int, default=5000, help="keyed jobs per flow drain")
-    parser.add_argument("--flow", default="1000:1", help="flow keys:concurrency limit")
-    parser.add_argument("--flow-cap", type=float, default=20.0, help="longest flow drain, s")
+    parser.add_argument("--flow-jobs", type=int, default=2000, help="keyed jobs per flow drain")
+    parser.add_argument("--flow", default="10:4", help="flow keys:concurrency limit")
+    parser.add_argument("--flow-cap", type=float, default=12.0, help="longest flow drain, s")
     parser.add_argument("--logging", default="quiet,default", help="drain LOGGING configs")
     parser.add_argument("--title", default="Before and after", help="the page section's title")
     parser.add_argument("--notes", default="", help="what the run shows, for the page")
@@ -202,7 +238,8 @@ def main() -> None:
             backlogs[side.name, "drain"].empty()
             side.enqueue(args.jobs)
             backlogs[side.name, "drain"].snapshot()
-            backlogs[side.name, "flow"] = Backlog(replace(side.jobs, remaining_sql=FLOW_REMAINING))
+            backlogs[side.name, "flow"] = FlowBacklog(side.jobs)
+            flow_fill(side, backlogs[side.name, "flow"], args.flow_jobs, args.flow)
         with rabbitmq_vhost() as url:
             queue = RabbitQueue(url, TOPIC, QUEUE)
             try:
