@@ -17,6 +17,7 @@ import pytest
 from benchmarks import report
 from benchmarks.report import plots
 from benchmarks.report.registry import Inputs, registered
+from benchmarks.scenarios import SCENARIOS
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.vendor_neutral
@@ -35,7 +36,12 @@ def test_every_section_is_registered_once_at_its_own_place():
     orders = [s.order for s in sections]
     assert len(set(orders)) == len(orders)
     names = {s.name for s in sections}
-    assert {"written.intro", "scenarios.drain", "written.analysis"} <= names
+    assert {"written.intro", "scenarios.drain", "ab.ab", "written.analysis"} <= names
+
+
+def test_every_scenario_of_the_suite_has_a_section_that_reads_its_results():
+    read = {name for s in registered() for name in s.raw}
+    assert set(SCENARIOS) <= read
 
 
 def _module(path: Path) -> str:

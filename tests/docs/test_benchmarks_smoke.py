@@ -1,4 +1,5 @@
-"""The benchmark harness works: its quick mode runs one scenario end to end.
+"""The benchmark harness works: its quick mode runs one scenario end to end, and every
+scenario that runs on its own starts as a command.
 
 Figures are not checked (timing belongs to the benchmark report, not to tests); only that
 the harness drives real workers against the real database and writes its results.
@@ -32,3 +33,25 @@ def test_quick_batch_sweep_of_ours_and_the_raw_reference_writes_results():
             assert figures["jobs_per_s"]["runs"] == 1
             assert figures["jobs_per_s"]["median"] > 0
     assert "Scenario 6" in page(quick=True).read_text()
+
+
+def test_every_scenario_that_runs_on_its_own_starts_as_a_command():
+    """``python -m benchmarks NAME --help`` imports each module and parses its options."""
+    code = (
+        "from benchmarks.__main__ import main, standalone\n"
+        "for name in standalone():\n"
+        "    try:\n"
+        "        main([name, '--help'])\n"
+        "    except SystemExit as stop:\n"
+        "        assert stop.code in (0, None), (name, stop.code)\n"
+        "    else:\n"
+        "        raise AssertionError(f'{name} ran instead of printing its options')\n"
+        "    print('started', name, flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    names = {line.split()[1] for line in done.stdout.splitlines() if line.startswith("started")}
+    assert {"throughput", "hotpath_ab", "outbox_ab", "flow_drain", "ab"} <= names
+    for name in names:
+        assert f"usage: python -m benchmarks {name}" in done.stdout
