@@ -44,7 +44,7 @@ from typing import Any
 from benchmarks.backlog import Backlog, stored_columns
 from benchmarks.harness import DOCS_DIR, ROOT, interleaved
 from benchmarks.procs import Fleet, server_cpu_seconds
-from benchmarks.scenarios.drain import _watch
+from benchmarks.scenarios.drain import watch
 from benchmarks.scenarios.outbox_ab import QUEUE, TOPIC, OutboxSide, relay, reset
 from benchmarks.sides import WORK, _git, ab_parser, outcome, remove_worktrees, sides_of
 from benchmarks.stats import percentile, ratio
@@ -149,7 +149,7 @@ def drain(
     env = side.jobs_env(BENCH_WORKERS=processes, BENCH_LOGGING=logging)
     fleet = Fleet.start([command], env, WORK / "logs" / f"ab-{side.name}.log")
     try:
-        return _watch(backlog, fleet, partial(server_cpu_seconds, "mariadbd"), count, cap)
+        return watch(backlog, fleet, partial(server_cpu_seconds, "mariadbd"), count, cap)
     finally:
         fleet.stop()
 

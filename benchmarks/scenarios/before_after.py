@@ -28,7 +28,7 @@ from pathlib import Path
 from benchmarks.backlog import Backlog
 from benchmarks.harness import interleaved
 from benchmarks.procs import Fleet, server_cpu_seconds
-from benchmarks.scenarios.drain import _watch
+from benchmarks.scenarios.drain import watch
 from benchmarks.sides import (
     WORK,
     Side,
@@ -50,7 +50,7 @@ def drain(side: Side, backlog: Backlog, count: int, cap: float, log: Path) -> di
     env = side.env(BENCH_WORKERS="4")
     fleet = Fleet.start(commands, env, log)
     try:
-        return _watch(backlog, fleet, partial(server_cpu_seconds, "mariadbd"), count, cap)
+        return watch(backlog, fleet, partial(server_cpu_seconds, "mariadbd"), count, cap)
     finally:
         fleet.stop()
 

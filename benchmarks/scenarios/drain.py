@@ -71,14 +71,19 @@ def measure(
         system.worker_commands(shape.processes, shape.threads), system.env(**extra), log
     )
     try:
-        return _watch(backlog, fleet, server, count, cap)
+        return watch(backlog, fleet, server, count, cap)
     finally:
         fleet.stop()
 
 
-def _watch(
+def watch(
     backlog: Backlog, fleet: Fleet, server: Callable[[], float], count: int, cap: float
 ) -> dict:
+    """Time a started fleet's drain: from the first finished job to an empty queue or ``cap``.
+
+    Every drain of the package measures this way (the A/B scenarios included), so their
+    figures compare.
+    """
     launched = time.monotonic()
     first: tuple[float, int, float, float] | None = None
     while True:

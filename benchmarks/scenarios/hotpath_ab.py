@@ -21,7 +21,7 @@ from functools import partial
 from benchmarks.backlog import Backlog
 from benchmarks.harness import interleaved
 from benchmarks.procs import Fleet, server_cpu_seconds
-from benchmarks.scenarios.drain import _watch
+from benchmarks.scenarios.drain import watch
 from benchmarks.sides import (
     WORK,
     Side,
@@ -65,7 +65,7 @@ def drain(side: Side, backlog: Backlog, shape: Shape, count: int, cap: float) ->
     log = WORK / "logs" / f"hotpath-{side.name}.log"
     fleet = Fleet.start([command], env, log)
     try:
-        return _watch(backlog, fleet, partial(server_cpu_seconds, "mariadbd"), count, cap)
+        return watch(backlog, fleet, partial(server_cpu_seconds, "mariadbd"), count, cap)
     finally:
         fleet.stop()
 

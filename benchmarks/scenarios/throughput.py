@@ -33,7 +33,7 @@ from benchmarks.backlog import Backlog, connect, stored_columns
 from benchmarks.harness import DOCS_DIR, WORK_DIR, agent
 from benchmarks.machine import machine
 from benchmarks.procs import Fleet, server_cpu_seconds
-from benchmarks.scenarios.drain import _watch
+from benchmarks.scenarios.drain import watch
 from benchmarks.systems import DB_PREFIX, OUR_PYTHON, SYSTEMS, System
 
 MIN_TABLE = "raw_min_job"
@@ -220,7 +220,7 @@ def drain(system: System, backlog: Backlog, shape: Shape, count: int, cap: float
     log = WORK_DIR / "logs" / f"throughput-{system.name}-{shape.label.replace(' ', '_')}.log"
     fleet = Fleet.start(commands(system, shape), env(system, shape), log)
     try:
-        return _watch(backlog, fleet, partial(server_cpu_seconds, name, None), count, cap)
+        return watch(backlog, fleet, partial(server_cpu_seconds, name, None), count, cap)
     finally:
         fleet.stop()
 
