@@ -13,6 +13,7 @@ from types import FrameType
 
 from django.db import DatabaseError, close_old_connections
 
+from ..backoff import exponential
 from ..conf import get_settings
 from ..db.clock import DatabaseNow
 from ..db.outage import is_unreachable, outage
@@ -175,7 +176,8 @@ class RelayProcess:
     def _idle(self, failing: bool) -> None:
         settings = get_settings()
         if failing:
-            delay = min(0.1 * 2 ** min(self._failures, 16), settings.OUTBOX_RETRY_BACKOFF_MAX)
+            # The package's backoff: relays that lost the database together come back apart.
+            delay = exponential(self._failures + 1, 0.1, settings.OUTBOX_RETRY_BACKOFF_MAX)
             self._waker.wait(delay, listen=False)
             return
         try:
