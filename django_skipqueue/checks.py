@@ -20,11 +20,12 @@ import django
 from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db import DatabaseError, connections
 
 from django_skipqueue.compat import BUILTIN, MINIMUM_BACKPORT, MINIMUM_DJANGO, backport_version
-from django_skipqueue.conf import SkipQueueSettings, get_settings
+from django_skipqueue.conf import SkipQueueSettings
 from django_skipqueue.db.migrated import describe, installed_labels, unapplied
+from django_skipqueue.extensions import extensions
 
 if TYPE_CHECKING:
     from django_skipqueue.backend import SkipQueueBackend
@@ -275,12 +276,10 @@ def check_migrated(
 
 
 def _package_databases() -> set[str]:
-    """The aliases that hold the package's tables: the queues', the pools', the outbox's."""
+    """The aliases that hold the package's tables: the queues', and the installed apps'."""
     used = {database for _, database in _skipqueue_aliases()}
-    if apps.is_installed("django_skipqueue.reservations"):
-        used.add(get_settings().RESERVATION_DATABASE)
-    if apps.is_installed("django_skipqueue.outbox"):
-        used.add(DEFAULT_DB_ALIAS)  # publish() and the relay's default
+    for extension in extensions():
+        used |= extension.databases()
     return used
 
 

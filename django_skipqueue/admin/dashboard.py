@@ -26,7 +26,6 @@ from django_skipqueue.conf import get_settings
 from django_skipqueue.durations import format_seconds
 from django_skipqueue.models import JobStatus, QueuePause
 from django_skipqueue.monitoring.stats import DEPTH_STATUSES
-from django_skipqueue.outbox.stats import OutboxStatus, outbox_status
 
 #: Seconds between automatic reloads of the page (``?refresh=0`` turns them off).
 REFRESH_SECONDS = 10
@@ -67,7 +66,6 @@ def dashboard_view(model_admin: Any, request: HttpRequest) -> TemplateResponse:
         "can_pause": request.user.has_perm(PAUSE_PERMISSION),
         "reaper_age": format_seconds(board.report.reaper_age),
         "stale_seconds": format_seconds(get_settings().WORKER_STALE_SECONDS),
-        "outbox": _outbox(outbox_status(admin_database())),
         "others": subapps.as_context(admin_database()),
     }
     return TemplateResponse(request, "admin/django_skipqueue/dashboard.html", context)
@@ -86,18 +84,6 @@ def _queue_row(board: Dashboard, queue: Any) -> dict[str, Any]:
         "pause": board.pauses.get(queue.name),
         # Ready jobs that nobody claims when no live worker serves the queue.
         "waiting": queue.counts[JobStatus.READY].value if not queue.live_workers else 0,
-    }
-
-
-def _outbox(status: OutboxStatus | None) -> dict[str, Any] | None:
-    """The outbox section's figures, formatted; None hides the section (app not installed)."""
-    if status is None:
-        return None
-    return {
-        "status": status,
-        "oldest_unsent": format_seconds(status.oldest_unsent_age),
-        "rate": f"{status.publish_rate:.1f}",
-        "confirm": "-" if status.confirm_ms is None else f"{status.confirm_ms:.2f} ms",
     }
 
 

@@ -1,73 +1,52 @@
-"""The dashboard's section on schedules, flow keys and batches: cheap figures, each linked.
+"""The dashboard's figures on flow keys and blocked jobs, and the rows the apps add to them.
 
 Each figure reads an index or a capped count: a dashboard refreshed every few seconds must not
-scan a table of millions of rows. An app that is not installed has no figures (None).
+scan a table of millions of rows. An installed app adds its rows (schedules, batches) through
+``Extension.dashboard_panels``; the core names none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
-from django.apps import apps
-
 from django_skipqueue.conf import get_settings
-from django_skipqueue.db.clock import DatabaseNowPlus
 from django_skipqueue.db.counting import Count, capped_count
+from django_skipqueue.extensions import Panel, extensions
 from django_skipqueue.flow.status import KeyLine, flow_status
 from django_skipqueue.models import Job, JobStatus
 
 #: Flow keys the dashboard lists, the busiest first.
 FLOW_KEYS_SHOWN = 10
-#: A schedule this late (seconds) is overdue on the dashboard.
-OVERDUE_SECONDS = 60.0
-#: How far back the dashboard counts failed batches.
-FAILED_WINDOW = timedelta(days=1)
 
 
 @dataclass
 class Others:
-    schedules_enabled: int | None = None
-    schedules_overdue: int | None = None
     flow_keys: list[KeyLine] = field(default_factory=list)
     blocked: Count | None = None
-    batches_running: Count | None = None
-    batches_failed: Count | None = None
 
 
 def other_figures(using: str) -> Others:
-    """Read the figures of the optional parts that are installed."""
+    """Read the flow keys and the blocked jobs (the claim index's status prefix)."""
     cap = get_settings().STATUS_COUNT_CAP
     blocked = Job.objects.using(using).filter(status=JobStatus.BLOCKED)
-    others = Others(flow_keys=flow_status(using, FLOW_KEYS_SHOWN))
-    others.blocked = capped_count(blocked, cap)  # the claim index's status prefix
-    if apps.is_installed("django_skipqueue.scheduling"):
-        _schedules(using, others)
-    if apps.is_installed("django_skipqueue.workflows"):
-        _batches(using, others)
-    return others
+    return Others(
+        flow_keys=flow_status(using, FLOW_KEYS_SHOWN), blocked=capped_count(blocked, cap)
+    )
 
 
-def _schedules(using: str, others: Others) -> None:
-    from django_skipqueue.scheduling.models import Schedule
-
-    rows = Schedule.objects.using(using)
-    others.schedules_enabled = rows.enabled().count()
-    others.schedules_overdue = rows.due(DatabaseNowPlus(-OVERDUE_SECONDS)).count()
-
-
-def _batches(using: str, others: Others) -> None:
-    from django_skipqueue.workflows.models import Batch
-
-    cap = get_settings().STATUS_COUNT_CAP
-    rows = Batch.objects.using(using)
-    others.batches_running = capped_count(rows.filter(finished_at__isnull=True), cap)
-    since = DatabaseNowPlus(-FAILED_WINDOW.total_seconds())
-    failed = rows.filter(failed__gt=0, finished_at__gte=since)
-    others.batches_failed = capped_count(failed, cap)
+def app_panels(using: str) -> list[Panel]:
+    """The panels the installed apps add, in app order."""
+    return [panel for extension in extensions() for panel in extension.dashboard_panels(using)]
 
 
 def as_context(using: str) -> dict[str, Any]:
-    """The template's view of the figures."""
-    return {"figures": other_figures(using), "failed_window": "24 h"}
+    """The template's view of the figures and of the apps' panels, by place."""
+    panels = app_panels(using)
+    rows = [panel for panel in panels if panel.place == "row"]
+    return {
+        "figures": other_figures(using),
+        "sections": [panel for panel in panels if panel.place == "section"],
+        "rows": rows,
+        "heading": ", ".join(["Flow keys", *(panel.title for panel in rows)]),
+    }

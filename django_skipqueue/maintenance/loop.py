@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.apps import apps
 from django.db import DatabaseError, close_old_connections
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.db.outage import is_unreachable, outage
+from django_skipqueue.extensions import extensions
 from django_skipqueue.flow import admission
 from django_skipqueue.maintenance.promote import promote
 from django_skipqueue.maintenance.prune import prune_metrics
@@ -42,16 +42,15 @@ class Timer:
 
 
 def app_timers(using: str) -> list[Timer]:
-    """The steps installed sub-apps add, from their AppConfig's ``maintenance_steps(using)``.
+    """The steps installed apps add through their ``Extension.maintenance_steps(using)``.
 
-    The reservations app adds its sweep of expired holds this way: the loop knows no app.
+    The loop knows no app: an app's sweep or scheduler is one more timer here.
     """
-    timers = []
-    for config in apps.get_app_configs():
-        steps = getattr(config, "maintenance_steps", None)
-        if steps is not None:
-            timers += [Timer(name, interval, step) for name, interval, step in steps(using)]
-    return timers
+    return [
+        Timer(name, interval, step)
+        for extension in extensions()
+        for name, interval, step in extension.maintenance_steps(using)
+    ]
 
 
 class Maintenance:

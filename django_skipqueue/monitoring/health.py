@@ -13,21 +13,24 @@ from django_skipqueue.states import JobStatus
 
 
 class Unhealthy(IntEnum):
-    """Exit statuses of ``skipqueue_health`` (1 is a failure to check at all, 2 a usage error)."""
+    """Exit statuses of ``skipqueue_health`` (1 is a failure to check at all, 2 a usage error).
+
+    6 and 9 belong to shipped apps' checks (``Extension.health_checks``); an app that plugs
+    in takes a free value of its own.
+    """
 
     NO_LIVE_WORKER = 3
     READY_TOO_OLD = 4
     REAPER_NOT_RUNNING = 5
-    OUTBOX_TOO_OLD = 6
     HISTORY_TOO_LONG = 7
     TRANSACTION_TOO_OLD = 8
-    SCHEDULE_OVERDUE = 9
     QUEUE_UNSERVED = 10
 
 
 @dataclass(frozen=True)
 class Problem:
-    check: Unhealthy
+    #: ``Unhealthy``, or an installed app's own status (``Extension.health_checks``).
+    check: IntEnum
     reason: str
 
 

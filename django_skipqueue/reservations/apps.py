@@ -1,13 +1,20 @@
-"""The reservations app: pools of units held with SKIP LOCKED, installed next to the queue."""
+"""The reservations app: pools of units held with SKIP LOCKED, installed next to the queue.
+
+Its ``Extension`` hooks add the sweep of expired holds to the maintenance loop and the units'
+gauges to the Prometheus view.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
+from typing import Any
 
 from django.apps import AppConfig
 
+from ..extensions import Extension, MaintenanceStep
 
-class ReservationsConfig(AppConfig):
+
+class ReservationsConfig(Extension, AppConfig):
     name = "django_skipqueue.reservations"
     label = "skipqueue_reservations"
     verbose_name = "Reservations"
@@ -16,7 +23,7 @@ class ReservationsConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
 
-    def maintenance_steps(self, using: str) -> list[tuple[str, float, Callable[[], object]]]:
+    def maintenance_steps(self, using: str) -> list[MaintenanceStep]:
         """Steps the queue's maintenance loop runs for this app: the sweep of expired holds."""
         from ..conf import get_settings
         from .sweep import release_expired
@@ -24,4 +31,17 @@ class ReservationsConfig(AppConfig):
         config = get_settings()
         if using != config.RESERVATION_DATABASE:
             return []
-        return [("release_expired", config.RESERVATION_SWEEP_INTERVAL, release_expired)]
+        return [
+            MaintenanceStep("release_expired", config.RESERVATION_SWEEP_INTERVAL, release_expired)
+        ]
+
+    def metrics(self, using: str) -> Iterable[Any]:
+        """The pools' gauges (read on SKIPQUEUE_RESERVATION_DATABASE, whatever ``using``)."""
+        from .hooks import metrics
+
+        return metrics()
+
+    def databases(self) -> set[str]:
+        from ..conf import get_settings
+
+        return {get_settings().RESERVATION_DATABASE}

@@ -1,13 +1,17 @@
-"""The scheduling app: recurring tasks, fired by the maintenance loop of every supervisor."""
+"""The scheduling app: recurring tasks, fired by the maintenance loop of every supervisor.
+
+Its ``Extension`` hooks add the scheduler to the maintenance loop, the schedules to
+``skipqueue_status`` and the dashboard, and the overdue check to ``skipqueue_health``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from django.apps import AppConfig
 
+from ..extensions import Extension, HealthCheck, MaintenanceStep, Panel, StatusSection
 
-class SchedulingConfig(AppConfig):
+
+class SchedulingConfig(Extension, AppConfig):
     name = "django_skipqueue.scheduling"
     label = "skipqueue_scheduling"
     verbose_name = "Schedules"
@@ -16,7 +20,7 @@ class SchedulingConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
 
-    def maintenance_steps(self, using: str) -> list[tuple[str, float, Callable[[], object]]]:
+    def maintenance_steps(self, using: str) -> list[MaintenanceStep]:
         """Steps the queue's maintenance loop runs for this app: the scheduler, the tick prune."""
         from ..conf import get_settings
         from .definition import schedule_database
@@ -27,6 +31,21 @@ class SchedulingConfig(AppConfig):
             return []
         config, scheduler = get_settings(), Scheduler(using)
         return [
-            ("schedule", config.SCHEDULER_INTERVAL, scheduler.run_due),
-            ("prune_ticks", config.PRUNE_INTERVAL, lambda: prune_ticks(using)),
+            MaintenanceStep("schedule", config.SCHEDULER_INTERVAL, scheduler.run_due),
+            MaintenanceStep("prune_ticks", config.PRUNE_INTERVAL, lambda: prune_ticks(using)),
         ]
+
+    def status_sections(self, using: str) -> list[StatusSection]:
+        from .hooks import status_sections
+
+        return status_sections(using)
+
+    def health_checks(self) -> list[HealthCheck]:
+        from .hooks import health_checks
+
+        return health_checks()
+
+    def dashboard_panels(self, using: str) -> list[Panel]:
+        from .hooks import dashboard_panels
+
+        return dashboard_panels(using)

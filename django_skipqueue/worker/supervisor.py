@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
@@ -25,6 +25,7 @@ from django.db import Error, connections
 from django_skipqueue import __version__
 from django_skipqueue.conf import get_settings
 from django_skipqueue.db.outage import is_unreachable, outage
+from django_skipqueue.extensions import SideProcess
 from django_skipqueue.models.worker import WorkerRole
 from django_skipqueue.monitoring.metrics import Metrics
 from django_skipqueue.wakeup import IMMEDIATE, STOP_SIGNALS, Stopping, Waker
@@ -76,7 +77,7 @@ def default_maintenance(using: str, runner: str) -> MaintenanceLoop | None:
 @dataclass
 class Child:
     """A forked worker process: its slot (for restarts), pid, owner id and start time, and
-    the memory where it notes which held jobs started (None: the relay child)."""
+    the memory where it notes which held jobs started (None: an app's side process)."""
 
     slot: int
     pid: int
@@ -95,14 +96,14 @@ class Supervisor:
         processes: int = 1,
         maintenance: MaintenanceLoop | None = None,
         owner: str | None = None,
-        relay: str | None = None,
+        side: Sequence[SideProcess] = (),
         metrics_endpoint: Endpoint | None = None,
     ) -> None:
         self.options = options
         self.processes = processes
         self.maintenance = maintenance
-        #: Broker URL of an outbox relay run as one more child (the slot after the workers').
-        self.relay = relay
+        #: Processes the installed apps run as more children, in the slots after the workers'.
+        self.side = tuple(side)
         #: The Prometheus endpoint of runworkers --metrics-port (None: metrics off).
         self.endpoint = metrics_endpoint
         self.owner = owner or owner_id()
@@ -147,7 +148,7 @@ class Supervisor:
             self.processes,
             self.options.describe(),
         )
-        for slot in range(self.processes + (self.relay is not None)):
+        for slot in range(self.processes + len(self.side)):
             self._spawn(slot)
         while True:
             while self.children or self.restarts:
@@ -183,8 +184,7 @@ class Supervisor:
 
     def _spawn(self, slot: int) -> None:
         token = new_token()
-        relay = self.relay is not None and slot == self.processes
-        started = None if relay else self._started_log()
+        started = None if self._side_of(slot) else self._started_log()
         connections.close_all()  # a child must never share the parent's database socket
         sys.stdout.flush()
         sys.stderr.flush()
@@ -207,11 +207,11 @@ class Supervisor:
             del signals[:]  # the worker's handlers take over this list (shared: no gap)
             self.waker.close()
             os.setpgid(0, 0)
-            relay = self.relay is not None and slot == self.processes
+            side = self._side_of(slot)
             if self.endpoint is not None:
-                self.endpoint.in_child(worker=not relay)
-            if self.relay is not None and relay:
-                code = self._run_relay(self.relay)
+                self.endpoint.in_child(worker=side is None)
+            if side is not None:
+                code = side.run(self.using, self.options.burst)
             else:
                 worker = Worker(
                     self.options,
@@ -228,13 +228,9 @@ class Supervisor:
             logging.shutdown()
             os._exit(code)
 
-    def _run_relay(self, broker_url: str) -> int:
-        """Run the outbox relay in this child (SIGTERM/SIGINT: after its round; SIGQUIT: now)."""
-        from ..outbox.process import RelayProcess  # the outbox app is optional
-
-        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
-        RelayProcess(self.using, broker_url, burst=self.options.burst).run()
-        return 0
+    def _side_of(self, slot: int) -> SideProcess | None:
+        """The app's process that runs in ``slot``, or None for a worker's slot."""
+        return self.side[slot - self.processes] if slot >= self.processes else None
 
     def _reap_children(self) -> None:
         while self.children:

@@ -1,11 +1,16 @@
-"""The workflows app: batches with callbacks and chains, counted by an outcome listener."""
+"""The workflows app: batches with callbacks and chains, counted by an outcome listener.
+
+Its ``Extension`` hook adds the batches' row to the admin's queue dashboard.
+"""
 
 from __future__ import annotations
 
 from django.apps import AppConfig
 
+from ..extensions import Extension, Panel
 
-class WorkflowsConfig(AppConfig):
+
+class WorkflowsConfig(Extension, AppConfig):
     name = "django_skipqueue.workflows"
     label = "skipqueue_workflows"
     verbose_name = "Workflows"
@@ -17,3 +22,8 @@ class WorkflowsConfig(AppConfig):
         from .counting import count
 
         register_outcome_listener(count)
+
+    def dashboard_panels(self, using: str) -> list[Panel]:
+        from .hooks import dashboard_panels
+
+        return dashboard_panels(using)

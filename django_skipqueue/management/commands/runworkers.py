@@ -7,14 +7,11 @@ it starts, as it outlives one that goes away later.
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
-from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import Error
 
@@ -22,6 +19,7 @@ from django_skipqueue.backend import QUEUE_NAME_PATTERN, SkipQueueBackend
 from django_skipqueue.conf import get_settings
 from django_skipqueue.db.outage import explain
 from django_skipqueue.db.packets import byte_limits_problem
+from django_skipqueue.extensions import SideProcess, extensions
 from django_skipqueue.management.arguments import (
     add_backend,
     backend_named,
@@ -31,7 +29,6 @@ from django_skipqueue.management.arguments import (
     positive_int,
     prefetch_count,
     queue_list,
-    url_with_scheme,
 )
 from django_skipqueue.worker.options import WorkerOptions
 from django_skipqueue.worker.owner import owner_id
@@ -45,8 +42,6 @@ from django_skipqueue.worker.supervisor import Supervisor, default_maintenance
 if TYPE_CHECKING:
     from django_skipqueue.monitoring.exporter import Endpoint
 
-#: Read for --relay alone when the setting is None, as skipqueue_relay does.
-BROKER_VARIABLE = "SKIPQUEUE_OUTBOX_BROKER_URL"
 LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
 
 
@@ -135,15 +130,6 @@ class Command(BaseCommand):
             "max_connections can take (a warning instead of an error).",
         )
         add(
-            "--relay",
-            nargs="?",
-            const="",
-            default=None,
-            metavar="URL",
-            help="Also run an outbox relay process, to URL "
-            "(default: SKIPQUEUE_OUTBOX_BROKER_URL); needs django_skipqueue.outbox.",
-        )
-        add(
             "--metrics-port",
             type=int_between(1, 65535, "port"),
             default=None,
@@ -157,6 +143,8 @@ class Command(BaseCommand):
             metavar="HOST",
             help="Address the metrics port listens on (default: %(default)r, this host only).",
         )
+        for extension in extensions():  # the installed apps' options (--relay)
+            extension.runworkers_arguments(parser)
 
     def execute(self, *args: Any, **options: Any) -> Any:
         """Wait for the queue's database, then run the system checks and the command."""
@@ -169,7 +157,7 @@ class Command(BaseCommand):
         return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        relay = self._relay_url(options["relay"])
+        side = self._side_processes(options)
         worker_options = self._worker_options(options)
         self._check_migrated(worker_options.database)
         self._check_pool(options, worker_options.database)
@@ -182,7 +170,7 @@ class Command(BaseCommand):
             processes=options["processes"],
             maintenance=default_maintenance(worker_options.database, owner),
             owner=owner,
-            relay=relay,
+            side=side,
             metrics_endpoint=endpoint,
         )
         code = supervisor.run()
@@ -203,23 +191,9 @@ class Command(BaseCommand):
         _port_free(host, port)
         return Endpoint(port, host)
 
-    def _relay_url(self, option: str | None) -> str | None:
-        """The broker of the outbox relay child, or None without --relay."""
-        if option is None:
-            return None
-        if not apps.is_installed("django_skipqueue.outbox"):
-            raise CommandError("--relay needs django_skipqueue.outbox in INSTALLED_APPS.")
-        from django_skipqueue.outbox.transports import SCHEMES, redact
-
-        url = option or get_settings().OUTBOX_BROKER_URL or os.environ.get(BROKER_VARIABLE)
-        if not url:
-            raise CommandError(
-                f"--relay needs a URL or {BROKER_VARIABLE} (a setting or an environment variable)."
-            )
-        try:
-            return url_with_scheme(SCHEMES, shown=redact)(url)
-        except argparse.ArgumentTypeError as error:
-            raise CommandError(f"--relay {error}") from None
+    def _side_processes(self, options: dict[str, Any]) -> list[SideProcess]:
+        """The processes the installed apps run next to the workers (``--relay``'s relay)."""
+        return [side for extension in extensions() for side in extension.side_processes(options)]
 
     def _worker_options(self, options: dict[str, Any]) -> WorkerOptions:
         backend = backend_named(options["backend"])

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from django_skipqueue.conf import get_settings
+from django_skipqueue.extensions import HealthCheck, extensions
 from django_skipqueue.management.arguments import (
     accept_skip_checks,
     add_backend,
@@ -21,25 +22,41 @@ from django_skipqueue.monitoring.dbhealth import DatabaseHealth, database_health
 from django_skipqueue.monitoring.health import (
     Problem,
     Thresholds,
-    Unhealthy,
     database_problems,
     problems,
     summary,
 )
 from django_skipqueue.monitoring.stats import queue_status
-from django_skipqueue.outbox.stats import lag_problem, outbox_status
-from django_skipqueue.scheduling.status import overdue_problem
+
+#: The core's exit statuses, in the order the help says them (the apps' come in between).
+CORE_STATUSES = (
+    (3, "no live worker"),
+    (4, "a ready job waited too long"),
+    (5, "the reaper is not running"),
+    (7, "the InnoDB history list is too long"),
+    (8, "a transaction on the server is too old (7 and 8 when their limits are set)"),
+)
+
+
+def app_checks() -> list[HealthCheck]:
+    """The checks the installed apps add (the outbox's lag, the overdue schedules)."""
+    return [check for extension in extensions() for check in extension.health_checks()]
 
 
 class Command(BaseCommand):
-    help = (
-        "Check the queue for orchestrators. Exit status: 0 healthy, 3 no live worker, "
-        "4 a ready job waited too long, 5 the reaper is not running, 6 an outbox message "
-        "waited too long (with the outbox app), 7 the InnoDB history list is too long, "
-        "8 a transaction on the server is too old (7 and 8 when their limits are set), "
-        "9 a schedule's tick is overdue (with the scheduling app), 1 cannot check; "
-        "with several problems, the first of these. Each problem is printed."
-    )
+    @property
+    def help(self) -> str:  # type: ignore[override]
+        """The exit statuses, the installed apps' included."""
+        statuses = [
+            *CORE_STATUSES,
+            *((int(check.status), check.describe) for check in app_checks()),
+        ]
+        said = ", ".join(f"{code} {text}" for code, text in sorted(statuses))
+        return (
+            f"Check the queue for orchestrators. Exit status: 0 healthy, {said}, "
+            "1 cannot check; with several problems, the first of these. Each problem is printed."
+        )
+
     # No system checks: they may need the database, and an unreachable database must end in
     # "UNHEALTHY" and exit status 1, not in a traceback.
     requires_system_checks: list[str] = []
@@ -60,13 +77,6 @@ class Command(BaseCommand):
             "(default: SKIPQUEUE_HEALTH_MAX_REAPER_AGE).",
         )
         parser.add_argument(
-            "--max-outbox-age",
-            type=positive_float,
-            metavar="SECONDS",
-            help="Longest acceptable wait of an unsent outbox message "
-            "(default: SKIPQUEUE_HEALTH_MAX_OUTBOX_AGE).",
-        )
-        parser.add_argument(
             "--max-history-length",
             type=positive_int,
             metavar="N",
@@ -80,13 +90,8 @@ class Command(BaseCommand):
             help="Longest acceptable age of an open transaction on the server "
             "(default: SKIPQUEUE_HEALTH_MAX_TRANSACTION_AGE; none: not checked).",
         )
-        parser.add_argument(
-            "--max-schedule-lag",
-            type=positive_float,
-            metavar="SECONDS",
-            help="Longest acceptable delay of an enabled schedule's next tick "
-            "(default: SKIPQUEUE_HEALTH_MAX_SCHEDULE_LAG).",
-        )
+        for check in app_checks():
+            check.add_arguments(parser)
         add_backend(parser, "Task backend to check")
         parser.add_argument("--json", action="store_true", help="Print the verdict as JSON.")
         accept_skip_checks(parser)
@@ -96,20 +101,18 @@ class Command(BaseCommand):
         try:
             backend = backend_named(options["backend"])
             report = queue_status(backend.database, backend.queue_names, window_minutes=1)
-            outbox = outbox_status(backend.database)
             server = self._server(options, backend.database)
-            lag = options["max_schedule_lag"] or get_settings().HEALTH_MAX_SCHEDULE_LAG
-            overdue = overdue_problem(backend.database, lag)
+            others = [
+                Problem(check.status, reason)
+                for check in app_checks()
+                for reason in check.problems(backend.database, options)
+            ]
         except (CommandError, DatabaseError, ValueError) as error:
             raise CommandError(f"UNHEALTHY: cannot check the queue: {error}") from error
-        found = problems(report, thresholds)
-        limit = options["max_outbox_age"] or get_settings().HEALTH_MAX_OUTBOX_AGE
-        if lag := lag_problem(outbox, limit):
-            found.append(Problem(Unhealthy.OUTBOX_TOO_OLD, lag))
         if server is not None:
-            found += database_problems(server, *self._server_limits(options))
-        if overdue:
-            found.append(Problem(Unhealthy.SCHEDULE_OVERDUE, overdue))
+            others += database_problems(server, *self._server_limits(options))
+        # The queue's own problems first, then the server's and the apps' by exit status.
+        found = problems(report, thresholds) + sorted(others, key=lambda p: p.check.value)
         if options["json"]:
             verdict = [
                 {"status": p.check.value, "check": p.check.name, "reason": p.reason} for p in found

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from django_skipqueue.durations import format_seconds
+from django_skipqueue.extensions import StatusSection, extensions
 from django_skipqueue.flow.status import KeyLine, flow_status
 from django_skipqueue.management.arguments import add_backend, backend_named, int_between
 from django_skipqueue.management.database import explained
@@ -19,9 +20,6 @@ from django_skipqueue.monitoring.stats import (
     StatusReport,
     queue_status,
 )
-from django_skipqueue.outbox.stats import outbox_status
-from django_skipqueue.scheduling.status import render as render_schedules
-from django_skipqueue.scheduling.status import schedule_status
 
 COLUMNS = (
     "queue",
@@ -63,28 +61,27 @@ class Command(BaseCommand):
         backend = backend_named(options["backend"])
         window = options["minutes"]
         report = queue_status(backend.database, backend.queue_names, window_minutes=window)
-        outbox = outbox_status(backend.database)
-        schedules = schedule_status(backend.database)
+        sections = app_sections(backend.database)
         flows = flow_status(backend.database)
         server = database_health(backend.database)
         if options["json"]:
             data = report.as_dict()
             data["database"] = server.as_dict()
-            if outbox is not None:
-                data["outbox"] = outbox.as_dict()
-            if schedules is not None:
-                data["schedules"] = [line.as_dict() for line in schedules]
+            data.update((section.key, section.data) for section in sections)
             data["flow_keys"] = [line.as_dict() for line in flows]
             self.stdout.write(json.dumps(data, indent=2))
         else:
             self.stdout.write(render(report))
             self.stdout.write(server.line())
-            if outbox is not None:
-                self.stdout.write(outbox.line())
-            if schedules is not None:
-                self.stdout.write(render_schedules(schedules))
+            for section in sections:
+                self.stdout.write(section.text)
             if flows:
                 self.stdout.write(render_flows(flows))
+
+
+def app_sections(using: str) -> list[StatusSection]:
+    """The sections the installed apps add (the outbox's line, the schedules), in app order."""
+    return [section for extension in extensions() for section in extension.status_sections(using)]
 
 
 def render(report: StatusReport) -> str:
