@@ -1,0 +1,75 @@
+"""Layering: a core module never imports an optional app; no import cycle in the package.
+
+Read from the source with ast, imports inside functions included: a lazy import is still a
+dependency, and a cycle hidden in functions still ties the modules together.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import django_skipqueue
+from tests.architecture.imports import OPTIONAL_APPS, app_of, cycles, read_graph
+
+pytestmark = pytest.mark.vendor_neutral
+
+ROOT = Path(django_skipqueue.__file__).parent
+#: Django's model and manager modules refer to each other by design (the model declares its
+#: manager; the manager returns model instances): the one pair the package allows. Its edge
+#: from the manager back to the models is left out of the cycle search.
+ALLOWED_EDGE = ("django_skipqueue.managers", "django_skipqueue.models")
+
+
+def test_core_modules_import_no_optional_app() -> None:
+    graph = read_graph(ROOT)
+    wrong = sorted(
+        f"{module} imports {target}"
+        for edges in (graph.runtime, graph.typing)
+        for module, targets in edges.items()
+        if app_of(module) is None
+        for target in targets
+        if app_of(target) is not None
+    )
+    assert not wrong, "core modules import optional apps:\n" + "\n".join(wrong)
+
+
+def test_an_optional_app_imports_no_other_app() -> None:
+    graph = read_graph(ROOT)
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.runtime.items()
+        if (app := app_of(module)) is not None
+        for target in targets
+        if app_of(target) not in (None, app)
+    )
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cycles inside the core, untied by the core split (issue 36): see the assertion",
+)
+def test_no_import_cycle() -> None:
+    edges = read_graph(ROOT).runtime
+    source, models = ALLOWED_EDGE
+    edges[source] = {t for t in edges[source] if t != models and not t.startswith(models + ".")}
+    found = cycles(edges)
+    assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_graph_sees_imports_inside_functions_and_relative_ones() -> None:
+    """The reader would pass everything if it missed lazy or relative imports: prove it sees
+    both, on modules whose imports are known."""
+    graph = read_graph(ROOT)
+    for app in OPTIONAL_APPS:  # each app's hooks import its own modules, inside functions
+        assert any(app_of(t) == app for t in graph.runtime[f"django_skipqueue.{app}.apps"])
+    lazily = graph.runtime["django_skipqueue.scheduling.apps"]
+    assert "django_skipqueue.scheduling.scheduler" in lazily  # inside maintenance_steps()
+    assert "django_skipqueue.extensions" in lazily  # "from ..extensions import"
+
+
+def test_cycles_finds_a_cycle_and_nothing_else() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(edges) == [["a", "b", "c"]]
