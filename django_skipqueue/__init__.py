@@ -20,9 +20,9 @@ Stable import paths (everything else is internal and may move):
 The top level holds what runs in every process, the web process first (backend, tasks,
 enqueue, context, queues, wake-ups, settings, checks, the state machine); the folders hold
 what one process role runs (``worker``, ``maintenance``, ``monitoring``, ``management``,
-``admin``), the SQL machinery (``db``) and the optional apps (``outbox``, ``reservations``,
-``scheduling``, ``workflows``). Top-level modules must not import those folders, but ``db``,
-``models`` and ``monitoring`` (which the web process reads through).
+``admin``), the SQL machinery (``db``) and the optional apps, which plug in through
+``extensions.py`` (no core module imports one). Top-level modules must not import those
+folders, but ``db``, ``models`` and ``monitoring`` (which the web process reads through).
 
 Nothing here imports a model: Django loads this package before the app registry is ready.
 """

@@ -50,7 +50,7 @@ class DatabaseCollector(Collector):
             ["state"],
         )
         yield from _server_gauges(self.using)
-        for extension in extensions():  # the installed apps' gauges (outbox, pools, ...)
+        for extension in extensions():  # the gauges of the installed apps that plug in
             yield from extension.metrics(self.using)
 
 

@@ -1,6 +1,6 @@
 """The outbox app: messages written in the business transaction, published by relays.
 
-Its ``Extension`` hooks (``hooks.py``) add its line to ``skipqueue_status``, its lag check to
+Its ``Extension`` hooks (``extension.py``) add its line to ``skipqueue_status``, its lag check to
 ``skipqueue_health``, its gauges, its dashboard section and ``runworkers --relay``.
 """
 
@@ -26,32 +26,32 @@ class OutboxConfig(Extension, AppConfig):
         from . import checks  # noqa: F401  (registers the system checks)
 
     def status_sections(self, using: str) -> list[StatusSection]:
-        from .hooks import status_sections
+        from .extension import status_sections
 
         return status_sections(using)
 
     def health_checks(self) -> list[HealthCheck]:
-        from .hooks import health_checks
+        from .extension import health_checks
 
         return health_checks()
 
     def metrics(self, using: str) -> Iterable[Any]:
-        from .hooks import metrics
+        from .extension import metrics
 
         return metrics(using)
 
     def dashboard_panels(self, using: str) -> list[Panel]:
-        from .hooks import dashboard_panels
+        from .extension import dashboard_panels
 
         return dashboard_panels(using)
 
     def runworkers_arguments(self, parser: ArgumentParser) -> None:
-        from .hooks import runworkers_arguments
+        from .extension import runworkers_arguments
 
         runworkers_arguments(parser)
 
     def side_processes(self, options: Mapping[str, Any]) -> list[SideProcess]:
-        from .hooks import side_processes
+        from .extension import side_processes
 
         return side_processes(options)
 

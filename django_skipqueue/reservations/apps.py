@@ -37,7 +37,7 @@ class ReservationsConfig(Extension, AppConfig):
 
     def metrics(self, using: str) -> Iterable[Any]:
         """The pools' gauges (read on SKIPQUEUE_RESERVATION_DATABASE, whatever ``using``)."""
-        from .hooks import metrics
+        from .extension import metrics
 
         return metrics()
 

@@ -36,16 +36,16 @@ class SchedulingConfig(Extension, AppConfig):
         ]
 
     def status_sections(self, using: str) -> list[StatusSection]:
-        from .hooks import status_sections
+        from .extension import status_sections
 
         return status_sections(using)
 
     def health_checks(self) -> list[HealthCheck]:
-        from .hooks import health_checks
+        from .extension import health_checks
 
         return health_checks()
 
     def dashboard_panels(self, using: str) -> list[Panel]:
-        from .hooks import dashboard_panels
+        from .extension import dashboard_panels
 
         return dashboard_panels(using)

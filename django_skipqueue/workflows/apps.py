@@ -24,6 +24,6 @@ class WorkflowsConfig(Extension, AppConfig):
         register_outcome_listener(count)
 
     def dashboard_panels(self, using: str) -> list[Panel]:
-        from .hooks import dashboard_panels
+        from .extension import dashboard_panels
 
         return dashboard_panels(using)

@@ -39,7 +39,7 @@ CORE_STATUSES = (
 
 
 def app_checks() -> list[HealthCheck]:
-    """The checks the installed apps add (the outbox's lag, the overdue schedules)."""
+    """The checks the installed apps add through ``Extension.health_checks``."""
     return [check for extension in extensions() for check in extension.health_checks()]
 
 

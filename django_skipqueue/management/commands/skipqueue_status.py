@@ -80,7 +80,7 @@ class Command(BaseCommand):
 
 
 def app_sections(using: str) -> list[StatusSection]:
-    """The sections the installed apps add (the outbox's line, the schedules), in app order."""
+    """The sections the installed apps add (``Extension.status_sections``), in app order."""
     return [section for extension in extensions() for section in extension.status_sections(using)]
 
 
