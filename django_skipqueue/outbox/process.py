@@ -21,6 +21,7 @@ from ..exceptions import BrokerUnavailable
 from ..wakeup import Waker
 from ..worker.owner import owner_id
 from . import partitions
+from .interruptible import BrokerCalls, Interrupted, InterruptibleTransport
 from .models import OutboxRelay
 from .reach import BrokerReach, say_held
 from .relay import Relay, Round
@@ -64,7 +65,9 @@ class RelayProcess:
         # Read at most WAKEUP_MAX_RATE times a second, like a worker: a flood of datagrams
         # (anyone who reaches the port can send them) causes a bounded number of rounds.
         self._waker = Waker(settings.WAKEUP_HOST, max_rate=settings.WAKEUP_MAX_RATE)
-        self._transport: Transport = transport_for(broker_url)
+        #: Ends a call into the broker's client that a stop request outlives (a silent broker).
+        self._calls = BrokerCalls()
+        self._transport: Transport = InterruptibleTransport(transport_for(broker_url), self._calls)
         self._relay = Relay(using, self._transport, self.name)
         self._failures = 0
         self._declared = False
@@ -81,18 +84,31 @@ class RelayProcess:
         self._register()
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
-            self._loop()
+            with self._calls.installed():
+                self._run_loop()
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            self._unregister()
+            self._waker.close()
+        return self.totals
+
+    def _run_loop(self) -> None:
+        """The loop, and its cleanup, with a call into the broker ended by a stop request."""
+        try:
+            self._loop()
+        except Interrupted:
+            logger.warning(
+                "stopped while the broker did not answer; what it did not confirm stays in the "
+                "outbox, sent again later broker=%s",
+                self._broker.broker,
+            )
+        finally:
             try:
                 self._relay.give_back()
             except DatabaseError as error:
                 logger.warning("could not give back the next claim error=%r", error)
             self._transport.close()
-            self._unregister()
-            self._waker.close()
-        return self.totals
 
     def _loop(self) -> None:
         while not self._stop:
@@ -193,6 +209,7 @@ class RelayProcess:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._stop = True
         self._waker.poke()
+        self._calls.stop_requested()  # may end a broker call: raises Interrupted there
 
     def _register(self) -> None:
         OutboxRelay.objects.using(self.using).create(

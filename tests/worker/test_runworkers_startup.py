@@ -59,15 +59,28 @@ def test_runworkers_waits_for_a_database_that_is_down_at_start(
     env = {**child_env, "DATABASE_URL": server.url(DATABASE)}
     prepare(server, manage_py, env)
     server.stop()
-    workers = Runworkers(manage_py, env, tmp_path / "workers.log", "--burst", "--threads", "2")
+    workers = Runworkers(manage_py, env, tmp_path / "workers.log", "--threads", "2")
     try:
-        time.sleep(20)
+        # A run that must end does not wait: one line, exit 1 (as skipqueue_relay --burst).
+        began = time.monotonic()
+        burst = subprocess.run(
+            [*manage_py, "runworkers", "--burst"], env=env, capture_output=True, text=True,
+            timeout=60,
+        )  # fmt: skip
+        lines = burst.stderr.splitlines()
+        assert (burst.returncode, len(lines)) == (1, 1), burst.stderr[-3000:]
+        assert lines[0].startswith(
+            f"CommandError: The database 'default' at 127.0.0.1:{server.port}"
+        )
+        assert "is unreachable" in lines[0] and time.monotonic() - began < 15, lines
+        time.sleep(max(0.0, 20 - (time.monotonic() - began)))
         assert workers.process.poll() is None, workers.log()[-3000:]
         server.start()
-        assert workers.wait(timeout=120) == 0, workers.log()[-3000:]
+        wait_for(lambda: succeeded(server) == JOBS, timeout=120)
+        workers.signal(signal.SIGTERM)
+        assert workers.wait(timeout=60) == 0, workers.log()[-3000:]
     finally:
         workers.stop()
-    assert succeeded(server) == JOBS
     outage = lines_until(workers.log(), "database reachable again")
     assert len(outage) < 20, "\n".join(outage)
     assert not any("Traceback" in line for line in outage), "\n".join(outage)

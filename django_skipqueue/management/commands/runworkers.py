@@ -13,11 +13,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import Error
 
 from django_skipqueue.backend import QUEUE_NAME_PATTERN, SkipQueueBackend
 from django_skipqueue.conf import get_settings
-from django_skipqueue.db.outage import explain
 from django_skipqueue.db.packets import byte_limits_problem
 from django_skipqueue.extensions import SideProcess, extensions
 from django_skipqueue.management.arguments import (
@@ -30,6 +28,8 @@ from django_skipqueue.management.arguments import (
     prefetch_count,
     queue_list,
 )
+from django_skipqueue.management.daemons import database_ready
+from django_skipqueue.worker.heartbeat import bound_network_waits
 from django_skipqueue.worker.options import WorkerOptions
 from django_skipqueue.worker.owner import owner_id
 from django_skipqueue.worker.startup import (
@@ -147,13 +147,19 @@ class Command(BaseCommand):
             extension.runworkers_arguments(parser)
 
     def execute(self, *args: Any, **options: Any) -> Any:
-        """Wait for the queue's database, then run the system checks and the command."""
+        """Wait for the queue's database, then run the system checks and the command.
+
+        ``--burst`` is a run that must end: like every daemon's one-shot run it tries the
+        database once, within SKIPQUEUE_DATABASE_TIMEOUT, and says in one line why it cannot
+        use it (exit 1) instead of waiting.
+        """
         self._configure_logging(options["verbosity"])
         using = backend_named(options["backend"]).database
-        try:
-            wait_for_database(using, give_up_if_denied=options["burst"])
-        except Error as error:  # refused credentials: a burst run ends, non-zero
-            raise CommandError(explain(using, error)) from error
+        if options["burst"]:
+            bound_network_waits(using)  # the supervisor's connection: see worker.heartbeat
+            database_ready(using, once=True)
+        else:
+            wait_for_database(using)
         return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -170,16 +170,19 @@ class NatsTransport(Transport):
                 raise BrokerUnavailable("NATS connection lost")
 
     def close(self) -> None:
+        """Close the client, then its event loop; the loop also when the close is cut short
+        (the relay gives up on a broker that does not answer)."""
         client, self._client, self._js = self._client, None, None
-        if client is not None and not client.is_closed:
-            try:
+        try:
+            if client is not None and not client.is_closed:
                 self._run(client.close())
-            except Exception:
-                logger.debug("closing the NATS connection failed", exc_info=True)
-        loop, self._loop = self._loop, None
-        if loop is not None:
-            _cancel_pending(loop)
-            loop.close()
+        except Exception:
+            logger.debug("closing the NATS connection failed", exc_info=True)
+        finally:
+            loop, self._loop = self._loop, None
+            if loop is not None:
+                _cancel_pending(loop)
+                loop.close()
 
     def _run(self, coroutine: Any) -> Any:
         if self._loop is None:

@@ -17,6 +17,7 @@ import pika
 import pika.exceptions
 import pika.frame
 import pika.spec
+from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
 from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
 from . import Outgoing, Result, Transport, Unanswered
@@ -26,10 +27,17 @@ logger = logging.getLogger(__name__)
 #: Characters that fit a short string whatever they are (four bytes of UTF-8 at most each).
 SURELY_SHORT = MAX_SHORT_STRING_BYTES // 4
 
-#: Defaults unless the URL sets them: a dead broker is noticed within a few heartbeats, and a
+#: Defaults unless the URL sets them: a dead broker is noticed within a few heartbeats, a
 #: broker that blocks publishers (a memory or disk alarm) fails the publish instead of holding
-#: it past the partition's lease.
-URL_DEFAULTS = {"heartbeat": 10, "blocked_connection_timeout": 10.0}
+#: it past the partition's lease, and one that accepts the connection but never completes the
+#: handshake is unreachable after 10 s (pika's 15 s, times three failed rounds, kept a
+#: ``--burst`` run waiting 45 s).
+URL_DEFAULTS = {
+    "heartbeat": 10,
+    "blocked_connection_timeout": 10.0,
+    "socket_timeout": 5.0,
+    "stack_timeout": 10.0,
+}
 #: Channel-closing reply codes that no resend cures: the message itself is refused.
 REFUSED_FOR_GOOD = frozenset({406})  # PRECONDITION_FAILED: over max_message_size
 #: Seconds to wait for the confirms of one batch before giving the connection up.
@@ -61,7 +69,9 @@ class RabbitMQTransport(Transport):
         try:
             self._connection = pika.BlockingConnection(parameters(self.url))
             self._open_channel()
-        except (pika.exceptions.AMQPError, OSError) as error:  # OSError: a name not found
+        # OSError: a name not found. AMQPConnectorException: the handshake timed out (a broker
+        # that accepts the connection and never answers): not an AMQPError.
+        except (pika.exceptions.AMQPError, AMQPConnectorException, OSError) as error:
             self.close()
             raise BrokerUnavailable(f"RabbitMQ unreachable: {error!r}") from error
 
