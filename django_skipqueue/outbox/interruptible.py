@@ -8,13 +8,13 @@ firewall that drops packets, a hung load balancer) that took up to the client's 
 systemd or Kubernetes, ``stop`` then waits, and the process is killed.
 
 So a stop request gives the call under way a grace of its own, then raises :class:`Interrupted`
-inside it, from a SIGALRM handler (``signal.setitimer``): a connect, a declare or a keepalive
-has nothing in flight and is abandoned at once; a batch's confirms get STOP_GRACE seconds (a
-broker that answers, answers within them: a graceful stop sends no duplicate); a close gets
-CLOSE_GRACE. A second signal ends the call at once. The transport is then given up without a
-word to the broker: its unconfirmed messages stay in the outbox and the next round sends them
-again, marked as possible duplicates. The relay's database work during a confirm wait (the
-``while_waiting`` callable) is never interrupted.
+inside it, from a SIGALRM handler (``signal.setitimer``): a connect or a declare has nothing
+in flight and is abandoned at once; a batch's confirms get STOP_GRACE seconds (a broker that
+answers, answers within them: a graceful stop sends no duplicate); a keepalive (a few
+milliseconds) and a close get CLOSE_GRACE. A second signal ends the call at once. The
+transport is then given up without a word to the broker: its unconfirmed messages stay in the
+outbox and the next round sends them again, marked as possible duplicates. The relay's
+database work during a confirm wait (the ``while_waiting`` callable) is never interrupted.
 """
 
 from __future__ import annotations
@@ -132,7 +132,8 @@ class InterruptibleTransport(Transport):
             self.inner.declare(destinations)
 
     def keepalive(self) -> None:
-        with self.calls.call(0):
+        # A few milliseconds on a broker that answers: a stop request lets it end.
+        with self.calls.call(CLOSE_GRACE):
             self.inner.keepalive()
 
     def send_many(
