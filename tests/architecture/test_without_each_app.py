@@ -37,10 +37,10 @@ for _name in [name for name in dir() if name.startswith({prefixes!r})]:
 PREFIXES = {"outbox": ("SKIPQUEUE_OUTBOX_",), "reservations": ("SKIPQUEUE_RESERVATION_",)}
 
 
-def run_without(app: str, tmp_path: Path, child_env: dict[str, str]) -> dict:
-    left_out = [f"django_skipqueue.{app}"]
-    settings = tmp_path / f"without_{app}.py"
-    prefixes = PREFIXES.get(app, ("SKIPQUEUE_NOTHING_",))
+def run_without(apps: list[str], tmp_path: Path, child_env: dict[str, str]) -> dict:
+    left_out = [f"django_skipqueue.{app}" for app in apps]
+    settings = tmp_path / f"without_{'_'.join(apps)}.py"
+    prefixes = tuple(prefix for app in apps for prefix in PREFIXES.get(app, ()))
     settings.write_text(SETTINGS.format(left_out=left_out, prefixes=prefixes))
     env = dict(child_env, DJANGO_SETTINGS_MODULE=settings.stem)
     env["PYTHONPATH"] = f"{tmp_path}:{env['PYTHONPATH']}"
@@ -53,7 +53,7 @@ def run_without(app: str, tmp_path: Path, child_env: dict[str, str]) -> dict:
 
 @pytest.mark.parametrize("app", OPTIONAL_APPS)
 def test_the_core_works_without(app: str, tmp_path: Path, child_env: dict[str, str]) -> None:
-    found = run_without(app, tmp_path, child_env)
+    found = run_without([app], tmp_path, child_env)
     assert f"django_skipqueue.{app}" not in found["installed"]
     assert found["check"][0] == 0, found["check"][1]
     code, status = found["status"]
@@ -79,3 +79,18 @@ def test_the_core_works_without(app: str, tmp_path: Path, child_env: dict[str, s
             assert other_metrics in found["metrics"][1]
         if other_dashboard:
             assert other_dashboard in found["dashboard"][1]
+
+
+def test_the_core_works_without_any_optional_app(tmp_path: Path, child_env: dict) -> None:
+    found = run_without(list(OPTIONAL_APPS), tmp_path, child_env)
+    assert not [name for name in found["installed"] if name.startswith("django_skipqueue.")]
+    for entry in ("check", "status", "runworkers"):
+        assert found[entry][0] == 0, found[entry][1]
+    assert json.loads(found["health"][1])["problems"] is not None
+    assert found["job"] == "SUCCESSFUL"
+    assert found["dashboard"][0] == found["metrics"][0] == 200
+    for marks in MARKS.values():
+        for mark, page in zip(
+            marks, (found["status"][1], found["metrics"][1], found["dashboard"][1]), strict=True
+        ):
+            assert mark is None or mark not in page
