@@ -75,6 +75,10 @@ class Transition:
     #: Columns it may write besides ``status`` (a new row writes every column).
     writes: frozenset[str]
     who: str
+    #: The label an attempt that ends by this transition is counted under: the per-minute
+    #: counters (those of ``monitoring.metrics.COUNTERS``), the exported ``outcome``, the
+    #: reaper's result and the worker's log line all read it here. None: no attempt ends so.
+    outcome: str | None = None
 
 
 def _transition(
@@ -84,8 +88,9 @@ def _transition(
     target: JobStatus | None,
     writes: str,
     who: str,
+    outcome: str | None = None,
 ) -> Transition:
-    return Transition(number, name, sources, target, frozenset(writes.split()), who)
+    return Transition(number, name, sources, target, frozenset(writes.split()), who, outcome)
 
 
 S = JobStatus
@@ -112,6 +117,7 @@ SUCCEED = _transition(
     S.SUCCEEDED,
     f"return_value finished_at {_ATTEMPT_OVER} flow_slot",
     "worker",
+    outcome="succeeded",
 )
 RETRY_LATER = _transition(
     6,
@@ -120,6 +126,7 @@ RETRY_LATER = _transition(
     S.SCHEDULED,
     f"errors run_after owner {_ATTEMPT_OVER}",
     "worker, reaper",
+    outcome="retried",
 )
 RETRY_NOW = _transition(
     7,
@@ -129,6 +136,7 @@ RETRY_NOW = _transition(
     # max_attempts: raised when a stopping worker cuts an attempt short (WorkerStopped).
     f"errors owner max_attempts {_ATTEMPT_OVER}",
     "worker (also as it stops), reaper, supervisor",
+    outcome="retried",
 )
 RELEASE = _transition(
     8,
@@ -137,6 +145,8 @@ RELEASE = _transition(
     S.READY,
     "owner lease_until attempts started_at",
     "worker at shutdown, or a job thread refused a connection before its task began",
+    # The one attempt that ends by a release: its thread was refused a connection.
+    outcome="refused",
 )
 FAIL = _transition(
     9,
@@ -145,6 +155,7 @@ FAIL = _transition(
     S.FAILED,
     f"errors finished_at owner {_ATTEMPT_OVER} flow_slot",
     "worker, reaper, supervisor",
+    outcome="failed",
 )
 CANCEL_RUNNING = _transition(
     10,
@@ -153,6 +164,7 @@ CANCEL_RUNNING = _transition(
     S.CANCELLED,
     f"errors finished_at owner {_ATTEMPT_OVER} flow_slot",
     "worker, reaper",
+    outcome="cancelled",
 )
 CANCEL = _transition(
     11,
@@ -186,6 +198,7 @@ SNOOZE = _transition(
     S.SCHEDULED,
     "run_after owner lease_until attempts started_at snoozes",
     "worker, when the task raised Snooze",
+    outcome="snoozed",
 )
 REPLACE = _transition(
     15,
@@ -245,6 +258,7 @@ RETRY_NOW_BLOCKED = _transition(
     # A slot holder keeps flow_slot: it waits for the rate alone, in its key's blocked_holders.
     f"errors owner max_attempts {_ATTEMPT_OVER}",
     "worker (also as it stops), reaper, supervisor, for a job of a flow key",
+    outcome="retried",
 )
 
 TRANSITIONS = (
@@ -281,8 +295,12 @@ class Attempts(Protocol):
 
 
 @dataclass(frozen=True)
-class Step:
-    """What follows an attempt that did not succeed: the transition, and the retry delay."""
+class Ending:
+    """How an attempt ends: the transition that records it, and the delay before the next.
+
+    Every attempt's end carries one (the worker's ``Outcome.ending``, the reaper's and the
+    supervisor's reclaims): what is written, counted and logged is read from its transition.
+    """
 
     transition: Transition
     #: Seconds until the next attempt: > 0 for RETRY_LATER, 0 for RETRY_NOW (and
@@ -295,10 +313,21 @@ class Step:
         return self.transition.target
 
     @property
+    def outcome(self) -> str:
+        """The label it is counted and logged under (``Transition.outcome``)."""
+        assert self.transition.outcome is not None
+        return self.transition.outcome
+
+    @property
     def retried(self) -> bool:
         """The job runs again after an attempt (6, 7): not a snooze, which spends none."""
         return self.delay is not None and self.transition is not SNOOZE
 
+
+#: Succeeded: what every successful attempt's end carries.
+SUCCESS = Ending(SUCCEED)
+#: Given back before it began (a job thread refused a connection): released (8).
+REFUSAL = Ending(RELEASE)
 
 #: A task's own backoff: (the exception, the attempt that raised it) -> seconds, or None to
 #: stop retrying (the job fails).
@@ -365,7 +394,7 @@ def next_step(
     retryable: bool = True,
     error: BaseException | None = None,
     snoozes: int = 0,
-) -> Step:
+) -> Ending:
     """Decide how an attempt that raised (or was lost) ends: cancelled, snoozed, retried, failed.
 
     The one retry decision of the queue, for the worker, the reaper and the supervisor: a
@@ -380,18 +409,18 @@ def next_step(
     (21, not 7), which this decides too.
     """
     if cancel_requested:
-        return Step(CANCEL_RUNNING)
+        return Ending(CANCEL_RUNNING)
     policy = backoff if isinstance(backoff, RetryPolicy) else RetryPolicy(backoff=backoff)
     if isinstance(error, Snooze):
         if snoozes < policy.snooze_limit():
-            return Step(SNOOZE, error.seconds)
-        return Step(FAIL)
+            return Ending(SNOOZE, error.seconds)
+        return Ending(FAIL)
     if attempts >= max_attempts or not retryable or not policy.retries(error):
-        return Step(FAIL)
+        return Ending(FAIL)
     return retry_after(policy.delay(error, attempts), flow_key=flow_key)
 
 
-def retry_after(delay: float | None, *, flow_key: str | None) -> Step:
+def retry_after(delay: float | None, *, flow_key: str | None) -> Ending:
     """Return the step of a retry in ``delay`` seconds; None means no retry: the job fails.
 
     A retry at once of a job of a flow key (``flow_key``) waits for its key's admission (21).
@@ -403,10 +432,10 @@ def retry_after(delay: float | None, *, flow_key: str | None) -> Step:
     by the admission, under the key's lock, after the job's own row.
     """
     if delay is None:
-        return Step(FAIL)
+        return Ending(FAIL)
     if delay > 0:
-        return Step(RETRY_LATER, delay)
-    return Step(RETRY_NOW, 0.0) if flow_key is None else Step(RETRY_NOW_BLOCKED, 0.0)
+        return Ending(RETRY_LATER, delay)
+    return Ending(RETRY_NOW, 0.0) if flow_key is None else Ending(RETRY_NOW_BLOCKED, 0.0)
 
 
 def retry_delay(job: Attempts, backoff: float | None) -> float | None:

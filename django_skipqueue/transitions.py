@@ -41,8 +41,8 @@ from django_skipqueue.states import (
     CANCEL_RUNNING,
     CANCELLABLE_STATUSES,
     FINISHED_STATUSES,
+    Ending,
     JobStatus,
-    Step,
     retry_after,
 )
 
@@ -210,10 +210,10 @@ def fail(job: Job, error: dict[str, str], *, retry_in: float | None) -> bool:
 
 def cancel_running(job: Job, error: dict[str, str]) -> bool:
     """Record that a running job stopped because its cancellation was requested (10)."""
-    return end_attempt(job, error, Step(CANCEL_RUNNING))
+    return end_attempt(job, error, Ending(CANCEL_RUNNING))
 
 
-def end_attempt(job: Job, error: dict[str, str], step: Step) -> bool:
+def end_attempt(job: Job, error: dict[str, str], step: Ending) -> bool:
     """Apply ``step`` (6, 7, 9, 10 or 21: ``states.next_step()``) to the worker's attempt that
     did not succeed."""
     ended = None if step.retried else _ended(job, step.status)
@@ -234,7 +234,7 @@ def interrupt(job: Job, error: dict[str, str]) -> bool:
     return _apply(job, None, **fields, max_attempts=max(job.max_attempts, job.attempts + 1))
 
 
-def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step: Step) -> int:
+def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step: Ending) -> int:
     """Apply ``step`` to an expired lease (the reaper: 6, 7, 9, 10 or 21); return rows written.
 
     ``row`` holds the fence as the reaper read it; the lease must still be expired, so a
@@ -257,14 +257,14 @@ def end_lost_lease(using: str, row: dict[str, Any], error: dict[str, str], step:
         if written and batch_id is not None and not step.retried:
             count_in_batches(using, [Ended(batch_id, step.status, row["pk"])])
         if written and slot:
-            _release(using, row["flow_key"], row["pk"], step.status)
+            _free_slot(using, row["flow_key"], row["pk"], step.status)
         if written and blocked:
             _admit(using, row["flow_key"], row["pk"] if row.get("flow_slot") else None)
     return written
 
 
 def _attempt_over(
-    errors: list[Any], worker_ids: list[Any], owner: str | None, error: Any, step: Step
+    errors: list[Any], worker_ids: list[Any], owner: str | None, error: Any, step: Ending
 ) -> dict[str, Any]:
     """Return what an attempt that did not succeed writes for ``step``'s transition."""
     fields: dict[str, Any] = {
@@ -309,7 +309,7 @@ def _apply(job: Job, ended: Ended | None = None, **fields: Any) -> bool:
         if written and ended is not None:
             count_in_batches(using, [ended])
         if written and slot:
-            _release(using, job.flow_key, job.pk, fields["status"])
+            _free_slot(using, job.flow_key, job.pk, fields["status"])
         if written and blocked:
             _admit(using, job.flow_key, job.pk if job.flow_slot else None)
     return written
@@ -331,11 +331,11 @@ def _admit(using: str, key: str | None, holder: int | None) -> None:
         admit_chosen(using, slots.hold(using, key, holder))
 
 
-def _release(using: str, key: str | None, job_id: int, status: Any) -> None:
+def _free_slot(using: str, key: str | None, job_id: int, status: Any) -> None:
     """Give the flow slot of a job that has just ended back to its key (flow control)."""
     if key is not None:
         failed = status == JobStatus.FAILED
-        admit_chosen(using, slots.release(using, key, failed=failed, job_id=job_id))
+        admit_chosen(using, slots.free_slot(using, key, failed=failed, job_id=job_id))
 
 
 # 5, batched: many successes of one owner, one fenced UPDATE.
@@ -365,17 +365,17 @@ def succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool
         count_in_batches(using, ended)
         if slots:
             held = [job for job, ok in zip(jobs, written, strict=True) if ok and job.flow_slot]
-            _release_slots(using, held)
+            _free_slots(using, held)
     return written
 
 
-def _release_slots(using: str, jobs: Sequence[Job]) -> None:
+def _free_slots(using: str, jobs: Sequence[Job]) -> None:
     """Clear the flow slots of jobs that have just succeeded together; give them back (5)."""
     if not jobs:
         return
     Job.objects.using(using).filter(pk__in=[job.pk for job in jobs]).update(flow_slot=False)
     counts = Counter(job.flow_key for job in jobs if job.flow_key)
-    admit_chosen(using, slots.release_many(using, counts))
+    admit_chosen(using, slots.free_slots(using, counts))
 
 
 def succeed_many_later(
@@ -484,11 +484,32 @@ def _per_row(ids: list[int], offset: int) -> Case:
 
 def _written(jobs: Sequence[Job], using: str) -> list[bool]:
     """Tell which jobs the UPDATE wrote: succeeded under this owner at this attempt."""
+    done = committed_successes(jobs, using)
+    return [job.pk in done for job in jobs]
+
+
+def committed_successes(
+    jobs: Sequence[Job], using: str, *fields: str
+) -> dict[int, dict[str, Any]]:
+    """Return, by id, the jobs whose success (5) at this very owner and attempt is written.
+
+    The one answer to "did my success commit?": after the fence rejected rows of a batch,
+    after a connection broke during COMMIT (which may have happened all the same). A row
+    taken over since (another owner, a later attempt) is not ours. ``fields``: columns to
+    read back with it (``return_value``).
+    """
     rows = Job.objects.using(using).filter(
-        pk__in=[job.pk for job in jobs], owner=jobs[0].owner, status=JobStatus.SUCCEEDED
+        pk__in=[job.pk for job in jobs],
+        owner__in={job.owner for job in jobs},
+        status=JobStatus.SUCCEEDED,
     )
-    done = set(rows.values_list("pk", "attempts"))
-    return [(job.pk, job.attempts) in done for job in jobs]
+    found = {row["pk"]: row for row in rows.values("pk", "owner", "attempts", *fields)}
+    return {
+        job.pk: found[job.pk]
+        for job in jobs
+        if job.pk in found
+        and (found[job.pk]["owner"], found[job.pk]["attempts"]) == (job.owner, job.attempts)
+    }
 
 
 # 11 cancel, 12 retry: an operator's changes, on rows the admin locked with their guard.
@@ -510,7 +531,7 @@ def cancel_waiting(rows: Rows, errors: list[Any], job: Job) -> int:
         if written and job.batch_id is not None:
             count_in_batches(rows.db, [Ended(job.batch_id, JobStatus.CANCELLED, job.pk)])
         if written and job.flow_slot:
-            _release(rows.db, job.flow_key, job.pk, JobStatus.CANCELLED)
+            _free_slot(rows.db, job.flow_key, job.pk, JobStatus.CANCELLED)
     return written
 
 

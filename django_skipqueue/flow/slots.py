@@ -225,7 +225,9 @@ def window_start(now: datetime, period: float) -> datetime:
     return EPOCH + timedelta(microseconds=elapsed - elapsed % length)
 
 
-def release(using: str, key: str, *, failed: bool = False, job_id: int | None = None) -> Admitted:
+def free_slot(
+    using: str, key: str, *, failed: bool = False, job_id: int | None = None
+) -> Admitted:
     """Give back the slot of a job of ``key`` that has just ended, and admit the next.
 
     Called in the transaction of the fenced UPDATE that ended the job (which cleared its
@@ -246,7 +248,7 @@ def release(using: str, key: str, *, failed: bool = False, job_id: int | None = 
     return admit(using, state, stored_running=stored, drop=() if job_id is None else (job_id,))
 
 
-def release_many(using: str, counts: Mapping[str, int]) -> Admitted:
+def free_slots(using: str, counts: Mapping[str, int]) -> Admitted:
     """Give back ``counts[key]`` slots of each key (jobs that succeeded in one batch), and
     admit the next jobs; the keys' rows are locked in key order, one read for all of them."""
     rows = FlowKey.objects.using(using).select_for_update().filter(key__in=sorted(counts))

@@ -27,11 +27,6 @@ from django_skipqueue.db.statements import retry_whole_transaction
 from django_skipqueue.exceptions import LeaseExpired, TaskNotFound, message_record
 from django_skipqueue.models import Job, MaintenanceRun, QueueMinute
 from django_skipqueue.states import (
-    CANCEL_RUNNING,
-    FAIL,
-    RETRY_LATER,
-    RETRY_NOW,
-    RETRY_NOW_BLOCKED,
     JobStatus,
     RetryPolicy,
     next_step,
@@ -57,14 +52,6 @@ REAP_FIELDS = (
     "flow_slot",
 )
 _TOKEN = secrets.token_hex(4)
-#: The ReapResult counter of each transition a reclaimed lease can take.
-OUTCOMES = {
-    RETRY_LATER: "retried",
-    RETRY_NOW: "retried",
-    RETRY_NOW_BLOCKED: "retried",
-    FAIL: "failed",
-    CANCEL_RUNNING: "cancelled",
-}
 
 
 @dataclass
@@ -167,7 +154,7 @@ def _reclaim(using: str, row: dict[str, Any], runner: str, step: ReapResult) -> 
     if transitions.end_lost_lease(using, row, error, ending) != 1:
         step.fenced += 1
         return
-    outcome = OUTCOMES[ending.transition]
+    outcome = ending.outcome  # its transition's label (states.py): a ReapResult counter
     setattr(step, outcome, getattr(step, outcome) + 1)
     step.per_queue[row["queue_name"], outcome] += 1
     if ending.status == JobStatus.READY:

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from functools import partial
 from inspect import iscoroutinefunction
 from typing import Any
@@ -47,9 +47,12 @@ from django_skipqueue.monitoring import tracing
 from django_skipqueue.queues import backend_class
 from django_skipqueue.states import (
     CANCEL_RUNNING,
+    FAIL,
+    REFUSAL,
     SNOOZE,
+    SUCCESS,
+    Ending,
     JobStatus,
-    Step,
     next_step,
     retry_after,
 )
@@ -107,10 +110,15 @@ class Running:
 
 @dataclass(eq=False)
 class Outcome:
-    """How one attempt ended, waiting to be recorded by a fenced transition."""
+    """How one attempt ended, waiting to be recorded by a fenced transition.
+
+    ``ending`` is what it is recorded, counted and logged by: the transition that writes it
+    (``states.Ending``), decided once. ``status`` is the word the log line, the tracing span
+    and ``run_jobs()``'s report show: JobStatus.SUCCEEDED, FAILED (attempts spent) or
+    CANCELLED, or RETRY, SNOOZED, REFUSED.
+    """
 
     running: Running
-    #: JobStatus.SUCCEEDED, FAILED (attempts spent) or CANCELLED, or RETRY, SNOOZED, REFUSED.
     status: str
     return_value: Any = None
     error: dict[str, str] | None = None
@@ -122,25 +130,32 @@ class Outcome:
     lost: bool = False
     #: What ended a failed attempt: task_finished is sent while it is being handled.
     exception: BaseException | None = None
+    #: The ending already decided (``states.next_step()``); else read from ``status``.
+    decided: InitVar[Ending | None] = None
+    #: The transition that records it, and the delay before the next attempt.
+    ending: Ending = field(init=False)
+
+    def __post_init__(self, decided: Ending | None) -> None:
+        self.ending = decided or _ending_of(self.status, self.retry_in, self.job.flow_key)
 
     @property
     def job(self) -> Job:
         return self.running.job
 
-    @property
-    def step(self) -> Step:
-        """The transition of an attempt that did not succeed (see states.next_step)."""
-        if self.status == JobStatus.CANCELLED:
-            return Step(CANCEL_RUNNING)
-        if self.status == SNOOZED:
-            return Step(SNOOZE, self.retry_in)
-        return retry_after(self.retry_in, flow_key=self.job.flow_key)
+    def fail(self, error: dict[str, str], exception: BaseException) -> None:
+        """Turn it into a failure that is not retried (a result no statement can carry)."""
+        self.status = JobStatus.FAILED
+        self.ending = Ending(FAIL)
+        self.return_value = None
+        self.retry_in = None
+        self.error = error
+        self.exception = exception
 
     @classmethod
     def after(
         cls,
         running: Running,
-        step: Step,
+        step: Ending,
         error: dict[str, str],
         started: float,
         exception: BaseException,
@@ -148,9 +163,24 @@ class Outcome:
         """Return the outcome of an attempt that raised ``exception`` and ends with ``step``."""
         duration = time.monotonic() - started
         if step.transition is SNOOZE:  # not a failure: no error, no exception for receivers
-            return cls(running, SNOOZED, retry_in=step.delay, duration=duration)
+            return cls(running, SNOOZED, retry_in=step.delay, duration=duration, decided=step)
         status = RETRY if step.retried else step.status
-        return cls(running, status, None, error, step.delay, duration, exception=exception)
+        return cls(
+            running, status, None, error, step.delay, duration, exception=exception, decided=step
+        )
+
+
+def _ending_of(status: str, retry_in: float | None, flow_key: str | None) -> Ending:
+    """The ending an outcome built from its status word alone stands for."""
+    if status == JobStatus.SUCCEEDED:
+        return SUCCESS
+    if status == JobStatus.CANCELLED:
+        return Ending(CANCEL_RUNNING)
+    if status == SNOOZED:
+        return Ending(SNOOZE, retry_in)
+    if status == REFUSED:
+        return REFUSAL
+    return retry_after(retry_in, flow_key=flow_key)
 
 
 OnDone = Callable[[Running, Outcome], None]
@@ -463,10 +493,7 @@ class Executor:
         with contextlib.suppress(Error):
             connections[self.using].close()
         with contextlib.suppress(Error):
-            rows = Job.objects.using(self.using).filter(
-                pk=job.pk, owner=job.owner, attempts=job.attempts, status=JobStatus.SUCCEEDED
-            )
-            return rows.values("return_value").first()
+            return transitions.committed_successes([job], self.using, "return_value").get(job.pk)
         return None
 
     async def _run_async(self, running: Running, task: Task) -> Outcome:

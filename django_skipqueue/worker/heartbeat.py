@@ -28,13 +28,13 @@ from django_skipqueue.db.clock import DatabaseNow, read_db_now
 from django_skipqueue.db.outage import is_unreachable, outage
 from django_skipqueue.db.packets import max_allowed_packet, result_bound
 from django_skipqueue.models import QueueMinute, WorkerProcess
-from django_skipqueue.monitoring.metrics import Metrics
+from django_skipqueue.monitoring.metrics import COUNTERS, Metrics
 from django_skipqueue.worker.options import WorkerOptions
 
 logger = logging.getLogger("django_skipqueue.worker")
 
 #: Counters that the workers table has (claim_queries lives in QueueMinute only).
-ROW_COUNTERS = ("claimed", "succeeded", "failed", "retried", "reclaimed", "lost_leases")
+ROW_COUNTERS = tuple(name for name in COUNTERS if name != "claim_queries")
 
 
 # The connection.

@@ -13,17 +13,13 @@ from collections.abc import Callable
 
 from django_skipqueue import transitions, wakeup
 from django_skipqueue.models import Job
-from django_skipqueue.monitoring.metrics import Metrics
-from django_skipqueue.states import JobStatus
+from django_skipqueue.monitoring.metrics import COUNTERS, Metrics
+from django_skipqueue.states import RELEASE
 from django_skipqueue.worker import recording
-from django_skipqueue.worker.executor import REFUSED, RETRY, SNOOZED, Outcome, Running
+from django_skipqueue.worker.executor import Outcome, Running
 from django_skipqueue.worker.started import StartedLog
 
 logger = logging.getLogger("django_skipqueue.worker")
-#: The metrics counter of each way an attempt ends (a cancellation has none).
-COUNTERS = {JobStatus.SUCCEEDED: "succeeded", JobStatus.FAILED: "failed", RETRY: "retried"}
-#: The exported ``outcome`` label of each way an attempt ends.
-OUTCOMES = {**COUNTERS, JobStatus.CANCELLED: "cancelled", SNOOZED: "snoozed", REFUSED: "refused"}
 
 
 class Holdings:
@@ -138,21 +134,23 @@ class Holdings:
 
     def _account(self, outcome: Outcome) -> None:
         queue_name = outcome.job.queue_name
+        # The label of its transition (states.py): per-minute counters count those they name.
         if outcome.lost:
             self.metrics.count(queue_name, "lost_leases")
-        elif outcome.status in COUNTERS:
-            self.metrics.count(queue_name, COUNTERS[outcome.status])
+        elif outcome.ending.outcome in COUNTERS:
+            self.metrics.count(queue_name, outcome.ending.outcome)
         if self.metrics.exporter is not None:
             self._export(outcome)
         recording.log_outcome(outcome, self.owner)
-        if not outcome.lost and outcome.status != REFUSED:  # a refused job never started
+        # A refused job never started: released (8), no task_finished.
+        if not outcome.lost and outcome.ending.transition is not RELEASE:
             recording.send_finished(outcome, self.backend_alias)
 
     def _export(self, outcome: Outcome) -> None:
         """Count the attempt by outcome; time it if it ran (a cancel before start did not)."""
         assert self.metrics.exporter is not None
         job = outcome.job
-        label = "lost_lease" if outcome.lost else OUTCOMES.get(outcome.status, outcome.status)
+        label = "lost_lease" if outcome.lost else outcome.ending.outcome
         ran = outcome.running.started_at is not None
         seconds = outcome.duration if ran else None
         self.metrics.exporter.attempt(job.queue_name, job.task_path, label, seconds)
@@ -236,14 +234,14 @@ class Holdings:
         if not taken:
             return 0
         self.unstarted.extend(taken)
-        released = recording.release([running.job for running in taken], self.using)
+        released = recording.give_back([running.job for running in taken], self.using)
         del self.unstarted[-len(taken) :]
         self._let_go(taken)
         return released
 
     def give_back_unstarted(self) -> int:
         """Give back the jobs :meth:`unstart` took off the executor; return how many."""
-        released = recording.release([running.job for running in self.unstarted], self.using)
+        released = recording.give_back([running.job for running in self.unstarted], self.using)
         self._let_go(self.unstarted)
         self.unstarted.clear()
         return released
@@ -257,7 +255,7 @@ class Holdings:
         self.unstart()
         never_started = [running.job for running in self.unstarted]
         started = [running.job for running in self.held.values()]
-        released = recording.release(never_started, self.using)
+        released = recording.give_back(never_started, self.using)
         interrupted = recording.interrupt(started, self.using, reason)
         self._let_go([*self.unstarted, *self.held.values()])
         self.held.clear()
@@ -270,7 +268,7 @@ class Holdings:
         strays = list(mine.exclude(pk__in=list(self.held)))
         if strays:
             logger.warning("released unknown claims jobs=%s worker=%s", len(strays), self.owner)
-            recording.release(strays, self.using)
+            recording.give_back(strays, self.using)
 
 
 def _waiting(running: Running) -> bool:

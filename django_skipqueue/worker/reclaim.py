@@ -15,7 +15,7 @@ from django_skipqueue import transitions, wakeup
 from django_skipqueue.db.statements import retry_whole_transaction
 from django_skipqueue.exceptions import WorkerDied, message_record
 from django_skipqueue.models import Job
-from django_skipqueue.states import JobStatus, Step, next_step
+from django_skipqueue.states import Ending, JobStatus, next_step
 
 logger = logging.getLogger("django_skipqueue.outcomes")
 
@@ -90,7 +90,7 @@ def _spend(held: list[Job], owner: str, reason: str) -> list[Job]:
     return taken
 
 
-def _reclaim_one(job: Job, reason: str, step: Step) -> bool:
+def _reclaim_one(job: Job, reason: str, step: Ending) -> bool:
     error = message_record(
         WorkerDied, f"Worker {job.owner} died ({reason}) during attempt {job.attempts}."
     )

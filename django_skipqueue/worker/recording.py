@@ -25,8 +25,8 @@ from django_skipqueue.db.statements import retry_whole_transaction, short_transa
 from django_skipqueue.exceptions import ResultTooLarge, WorkerStopped, message_record
 from django_skipqueue.models import Job
 from django_skipqueue.queues import backend_class
-from django_skipqueue.states import JobStatus
-from django_skipqueue.worker.executor import REFUSED, RETRY, SNOOZED, Outcome, too_large_message
+from django_skipqueue.states import RELEASE, SNOOZE, SUCCEED, JobStatus
+from django_skipqueue.worker.executor import Outcome, too_large_message
 from django_skipqueue.worker.reclaim import reclaim as reclaim  # its old home
 
 logger = logging.getLogger("django_skipqueue.outcomes")
@@ -63,11 +63,11 @@ def write_later(outcomes: Sequence[Outcome]) -> Callable[[], list[bool]]:
     written at once, as :func:`write` writes them.
     """
     todo = [outcome for outcome in outcomes if not outcome.recorded]
-    successes = [outcome for outcome in todo if outcome.status == JobStatus.SUCCEEDED]
+    successes = [outcome for outcome in todo if outcome.ending.transition is SUCCEED]
     others = {
         id(outcome): _transition(outcome)
         for outcome in todo
-        if outcome.status != JobStatus.SUCCEEDED
+        if outcome.ending.transition is not SUCCEED
     }
     finish = transitions.succeed_many_later(
         [outcome.job for outcome in successes], [outcome.return_value for outcome in successes]
@@ -104,7 +104,7 @@ def _write_alone(outcome: Outcome, using: str, limit: int) -> bool:
     try:
         return retry_whole_transaction(using, one)
     except DatabaseError as error:
-        if not is_too_large(error) or outcome.status != JobStatus.SUCCEEDED:
+        if not is_too_large(error) or outcome.ending.transition is not SUCCEED:
             raise
     _drop_connection(using)
     _fail_as_too_large(outcome, limit)
@@ -115,11 +115,7 @@ def _fail_as_too_large(outcome: Outcome, limit: int) -> None:
     """Turn a success whose result no statement can carry into a failure, not retried."""
     size = len(json.dumps(outcome.return_value))
     message = too_large_message(size, limit)
-    outcome.status = JobStatus.FAILED
-    outcome.return_value = None
-    outcome.retry_in = None
-    outcome.error = message_record(ResultTooLarge, message)
-    outcome.exception = ResultTooLarge(message)
+    outcome.fail(message_record(ResultTooLarge, message), ResultTooLarge(message))
 
 
 def _drop_connection(using: str) -> None:
@@ -136,26 +132,16 @@ def settle(outcomes: Sequence[Outcome], written: Sequence[bool]) -> None:
 
 
 def made_ready(outcomes: Sequence[Outcome]) -> set[str]:
-    """Return the queues where a recorded outcome made its job ready again at once."""
+    """Return the queues where a recorded outcome made its job ready again at once.
+
+    A retry at once that waits blocked for its key's admission (21) is not one: the
+    admission, when it makes the job ready, wakes its queue itself.
+    """
     return {
         outcome.job.queue_name
         for outcome in outcomes
-        if (
-            outcome.status == REFUSED
-            or (
-                outcome.status == RETRY
-                and not outcome.retry_in
-                and not _waits_for_admission(outcome)
-            )
-        )
-        and not outcome.lost
+        if outcome.ending.status == JobStatus.READY and not outcome.lost
     }
-
-
-def _waits_for_admission(outcome: Outcome) -> bool:
-    """A retry at once that waits blocked for its key's admission (21): the admission, when
-    it makes the job ready, wakes its queue itself."""
-    return outcome.step.status == JobStatus.BLOCKED
 
 
 def already_written(rejected: Sequence[Outcome]) -> list[bool]:
@@ -169,20 +155,27 @@ def already_written(rejected: Sequence[Outcome]) -> list[bool]:
     if not rejected:
         return []
     using = rejected[0].job._state.db or "default"
-    fields = ("pk", "status", "owner", "attempts", "errors", "worker_ids")
-    rows = Job.objects.using(using).filter(pk__in=[o.job.pk for o in rejected]).values(*fields)
+    successes = [o.job for o in rejected if o.ending.transition is SUCCEED]
+    committed = transitions.committed_successes(successes, using) if successes else {}
+    others = [o.job.pk for o in rejected if o.ending.transition is not SUCCEED]
+    fields = ("pk", "status", "attempts", "errors", "worker_ids")
+    rows = Job.objects.using(using).filter(pk__in=others).values(*fields) if others else []
     by_id = {row["pk"]: row for row in rows}
-    return [_is_ours(outcome, by_id.get(outcome.job.pk)) for outcome in rejected]
+    return [
+        outcome.job.pk in committed
+        if outcome.ending.transition is SUCCEED
+        else _is_ours(outcome, by_id.get(outcome.job.pk))
+        for outcome in rejected
+    ]
 
 
 def _is_ours(outcome: Outcome, row: dict[str, Any] | None) -> bool:
+    """Tell whether the row holds this failed attempt's end, written by us."""
     job = outcome.job
-    if outcome.status in (SNOOZED, REFUSED):  # the attempt given back: not told apart
+    if outcome.ending.transition in (SNOOZE, RELEASE):  # the attempt given back: not told apart
         return False
     if row is None or row["attempts"] != job.attempts or row["status"] == JobStatus.CLAIMED:
         return False
-    if outcome.status == JobStatus.SUCCEEDED:
-        return bool(row["status"] == JobStatus.SUCCEEDED and row["owner"] == job.owner)
     errors = row["errors"] or []
     workers = row["worker_ids"] or []
     return bool(errors and errors[-1] == outcome.error and workers[-1:] == [job.owner])
@@ -190,7 +183,7 @@ def _is_ours(outcome: Outcome, row: dict[str, Any] | None) -> bool:
 
 def _transitions(todo: Sequence[Outcome]) -> list[bool]:
     """Apply every outcome's fenced transition; all the successes in one UPDATE."""
-    successes = [outcome for outcome in todo if outcome.status == JobStatus.SUCCEEDED]
+    successes = [outcome for outcome in todo if outcome.ending.transition is SUCCEED]
     written = transitions.succeed_many(
         [outcome.job for outcome in successes], [outcome.return_value for outcome in successes]
     )
@@ -199,13 +192,14 @@ def _transitions(todo: Sequence[Outcome]) -> list[bool]:
 
 
 def _transition(outcome: Outcome) -> bool:
-    if outcome.status == JobStatus.SUCCEEDED:
+    ending = outcome.ending
+    if ending.transition is SUCCEED:
         return transitions.succeed(outcome.job, outcome.return_value)
-    if outcome.status == SNOOZED:
-        return transitions.snooze(outcome.job, outcome.retry_in or 0.0)
-    if outcome.status == REFUSED:  # never started: its attempt is given back
+    if ending.transition is SNOOZE:
+        return transitions.snooze(outcome.job, ending.delay or 0.0)
+    if ending.transition is RELEASE:  # never started: its attempt is given back
         return transitions.release(outcome.job)
-    return transitions.end_attempt(outcome.job, outcome.error or {}, outcome.step)
+    return transitions.end_attempt(outcome.job, outcome.error or {}, ending)
 
 
 def finished_result(outcome: Outcome, backend_alias: str) -> TaskResult | None:
@@ -229,26 +223,22 @@ def finished_result(outcome: Outcome, backend_alias: str) -> TaskResult | None:
 def _as_recorded(outcome: Outcome) -> Job:
     """Update the in-memory job the way its fenced transition updated the row."""
     job = outcome.job
-    if outcome.status == SNOOZED:
-        job.status = JobStatus.SCHEDULED
+    ending = outcome.ending
+    job.status = ending.status
+    if ending.transition is SNOOZE:
         job.snoozes += 1
         return job
     job.worker_ids = [*job.worker_ids, job.owner]
     if outcome.error is not None:
         job.errors = [*job.errors, outcome.error]
-    if outcome.status == RETRY:
-        job.status = JobStatus.SCHEDULED if outcome.retry_in else JobStatus.READY
-        if _waits_for_admission(outcome):
-            job.status = JobStatus.BLOCKED
-    else:
-        job.status = JobStatus(outcome.status)
+    if not ending.retried:
         job.finished_at = timezone.now()
         job.return_value = outcome.return_value
     return job
 
 
-def release(jobs: Sequence[Job], using: str) -> int:
-    """Give held jobs back to the queue without spending their attempt; return how many."""
+def give_back(jobs: Sequence[Job], using: str) -> int:
+    """Give held jobs back to the queue without spending their attempt (8); return how many."""
     if not jobs:
         return 0
 
@@ -258,6 +248,10 @@ def release(jobs: Sequence[Job], using: str) -> int:
             return sum(transitions.release(job) for job in jobs)
 
     return retry_whole_transaction(using, batch)
+
+
+#: The old name of :func:`give_back`.
+release = give_back
 
 
 def interrupt(jobs: Sequence[Job], using: str, reason: str) -> int:
@@ -287,8 +281,8 @@ def log_outcome(outcome: Outcome, owner: str) -> None:
     extra = ""
     if outcome.error and not outcome.lost:
         extra += " error=" + outcome.error["exception_class_path"]
-    if outcome.status in (RETRY, SNOOZED) and not outcome.lost:
-        extra += f" retry_in={outcome.retry_in:.2f}"
+    if outcome.ending.delay is not None and not outcome.lost:
+        extra += f" retry_in={outcome.ending.delay:.2f}"
     level = logging.WARNING if outcome.lost or outcome.status == JobStatus.FAILED else logging.INFO
     job_logger.log(
         level,
