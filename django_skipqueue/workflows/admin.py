@@ -27,8 +27,19 @@ class BatchAdmin(ReadOnlyAdmin):
     search_fields = ("description",)
     ordering = ("-id",)
     readonly_fields = ("progress", "callbacks", "members", "chain_steps", "created", "finished")
-    fields = ("kind", "description", "parent", "progress", "created", "finished", "callbacks",
-              "callback_error", "callback_kwargs", "members", "chain_steps")  # fmt: skip
+    fields = (
+        "kind",
+        "description",
+        "parent",
+        "progress",
+        "created",
+        "finished",
+        "callbacks",
+        "callback_error",
+        "callback_kwargs",
+        "members",
+        "chain_steps",
+    )
 
     def get_fields(self, request: HttpRequest, obj: Batch | None = None) -> Any:
         # A chain's members are its steps: listed once, in order, with their return values.

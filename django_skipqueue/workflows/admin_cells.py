@@ -50,9 +50,14 @@ def progress(batch: Batch) -> SafeString:
         '<span class="skipqueue-bar" role="img" aria-label="{}">{}</span> {} / {} '
         '(<span class="skipqueue-outcome-{}">{}</span>)'
         '<span class="skipqueue-status-note">{}</span>',
-        counts_text(batch), segments, batch.ended, batch.size, word.split(",")[0], word,
         counts_text(batch),
-    )  # fmt: skip
+        segments,
+        batch.ended,
+        batch.size,
+        word.split(",")[0],
+        word,
+        counts_text(batch),
+    )
 
 
 def counts_text(batch: Batch) -> str:
@@ -62,8 +67,11 @@ def counts_text(batch: Batch) -> str:
 
 
 def _counts(batch: Batch) -> list[tuple[str, int]]:
-    return [("succeeded", batch.succeeded), ("failed", batch.failed),
-            ("cancelled", batch.cancelled)]  # fmt: skip
+    return [
+        ("succeeded", batch.succeeded),
+        ("failed", batch.failed),
+        ("cancelled", batch.cancelled),
+    ]
 
 
 def callbacks(batch: Batch) -> SafeString:
@@ -80,9 +88,10 @@ def callbacks(batch: Batch) -> SafeString:
     if not rows:
         return format_html("{}", "none")
     return format_html_join(
-        "", '<div data-callback="{}">{}: {} -&gt; {}</div>',
+        "",
+        '<div data-callback="{}">{}: {} -&gt; {}</div>',
         ((name, name, cells.dotted(path), state) for name, path, state in rows),
-    )  # fmt: skip
+    )
 
 
 def _callback_state(batch: Batch, name: str, job_id: int | None) -> SafeString | str:
@@ -109,8 +118,11 @@ def members(batch: Batch) -> SafeString:
     return format_html(
         '<table class="skipqueue-table skipqueue-members"><thead><tr>{}</tr></thead>'
         "<tbody>{}</tbody></table>{}{}",
-        SafeString(head), listed, tail, _nested(batch),
-    )  # fmt: skip
+        SafeString(head),
+        listed,
+        tail,
+        _nested(batch),
+    )
 
 
 def _nested(batch: Batch) -> SafeString | str:
@@ -122,11 +134,15 @@ def _nested(batch: Batch) -> SafeString | str:
         ", ",
         '<a href="{}" data-batch="{}">{}</a> ({})',
         (
-            (reverse("admin:skipqueue_workflows_batch_change", args=[child.pk]), child.pk,
-             child, outcome(child))
+            (
+                reverse("admin:skipqueue_workflows_batch_change", args=[child.pk]),
+                child.pk,
+                child,
+                outcome(child),
+            )
             for child in children
         ),
-    )  # fmt: skip
+    )
     return format_html('<p class="skipqueue-nested">Nested: {}</p>', links)
 
 
@@ -144,9 +160,14 @@ def _member_row(job: Job) -> SafeString:
     note = format_html('<span class="skipqueue-status-note">{}</span>', error) if error else ""
     return format_html(
         '<td data-job="{}" data-status="{}">{}</td><td>{}</td><td>{}{}</td><td>{}</td>',
-        job.pk, job.status, _job_link(job.pk), cells.dotted(job.task_path), status_badge(job),
-        note, cells.when(job.finished_at),
-    )  # fmt: skip
+        job.pk,
+        job.status,
+        _job_link(job.pk),
+        cells.dotted(job.task_path),
+        status_badge(job),
+        note,
+        cells.when(job.finished_at),
+    )
 
 
 def _job_link(job_id: int) -> SafeString:
@@ -169,24 +190,31 @@ def steps(batch: Batch) -> SafeString:
     return format_html(
         '<table class="skipqueue-table skipqueue-steps"><thead><tr>{}</tr></thead>'
         "<tbody>{}</tbody></table>",
-        SafeString(head), format_html_join("", "<tr>{}</tr>", ((row,) for row in rows)),
-    )  # fmt: skip
+        SafeString(head),
+        format_html_join("", "<tr>{}</tr>", ((row,) for row in rows)),
+    )
 
 
 def _step_row(number: int, job: Job) -> SafeString:
     value = _json(job.return_value) if job.status == JobStatus.SUCCEEDED else "-"
     return format_html(
         '<td>{}</td><td>{}</td><td data-job="{}">{} {}</td><td>{}</td>',
-        number, cells.dotted(job.task_path), job.pk, _job_link(job.pk), status_badge(job),
+        number,
+        cells.dotted(job.task_path),
+        job.pk,
+        _job_link(job.pk),
+        status_badge(job),
         cells.clipped(value, RETURN_SHOWN),
-    )  # fmt: skip
+    )
 
 
 def _waiting_row(number: int, step: dict[str, Any], waiting: str) -> SafeString:
     return format_html(
         "<td>{}</td><td>{}</td><td>{}</td><td>-</td>",
-        number, cells.dotted(str(step.get("task_path", ""))), waiting,
-    )  # fmt: skip
+        number,
+        cells.dotted(str(step.get("task_path", ""))),
+        waiting,
+    )
 
 
 def _json(value: Any) -> str:

@@ -63,10 +63,15 @@ def chain(
     with transaction.atomic(using=using):
         parent = parent_of(using)
         row = Batch.objects.using(using).create(
-            kind=Kind.CHAIN, description=description, size=len(steps),
-            steps=[each.as_dict() for each in rest], callback_kwargs=json_kwargs(callback_kwargs),
-            parent_id=parent.batch_id if parent else None, created_at=timezone.now(), **fields,
-        )  # fmt: skip
+            kind=Kind.CHAIN,
+            description=description,
+            size=len(steps),
+            steps=[each.as_dict() for each in rest],
+            callback_kwargs=json_kwargs(callback_kwargs),
+            parent_id=parent.batch_id if parent else None,
+            created_at=timezone.now(),
+            **fields,
+        )
         # Enqueued as the chain's member, through the backend (its signal and wake-up).
         opened = OpenBatch(row.pk, using)
         token = open_batch.set(opened)

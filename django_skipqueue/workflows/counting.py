@@ -101,8 +101,14 @@ def _finish(batch: Batch, using: str, changes: dict[str, Any]) -> None:
         changes["success_job_id"] = _callback(batch, batch.on_success, using)
     if batch.on_finish:
         changes["finish_job_id"] = _callback(batch, batch.on_finish, using)
-    logger.info("batch=%s finished size=%s succeeded=%s failed=%s cancelled=%s", batch.pk,
-                batch.size, batch.succeeded, batch.failed, batch.cancelled)  # fmt: skip
+    logger.info(
+        "batch=%s finished size=%s succeeded=%s failed=%s cancelled=%s",
+        batch.pk,
+        batch.size,
+        batch.succeeded,
+        batch.failed,
+        batch.cancelled,
+    )
 
 
 def _callback(batch: Batch, path: str, using: str) -> int | None:
@@ -129,8 +135,14 @@ def _next_step(batch: Batch, ended: list[Ended], using: str, changes: dict[str, 
     Member.objects.using(using).create(job_id=job_id, batch_id=batch.pk)
 
 
-def _insert(path: str, args: list[Any], kwargs: dict[str, Any], batch_id: int | None,
-            using: str, batch: Batch) -> int | None:  # fmt: skip
+def _insert(
+    path: str,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    batch_id: int | None,
+    using: str,
+    batch: Batch,
+) -> int | None:
     """Insert a job of task ``path`` in this transaction; record why on the batch if it cannot.
 
     No wake-up is sent: the worker's transaction is not one Django manages, so the job is

@@ -124,9 +124,13 @@ def batch(
     with transaction.atomic(using=using):
         parent = parent_of(using)
         row = Batch.objects.using(using).create(
-            kind=Kind.BATCH, description=description, callback_kwargs=kwargs,
-            parent_id=parent.batch_id if parent else None, created_at=timezone.now(), **fields,
-        )  # fmt: skip
+            kind=Kind.BATCH,
+            description=description,
+            callback_kwargs=kwargs,
+            parent_id=parent.batch_id if parent else None,
+            created_at=timezone.now(),
+            **fields,
+        )
         opened = OpenBatch(row.pk, using)
         token = open_batch.set(opened)
         try:

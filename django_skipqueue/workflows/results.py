@@ -63,11 +63,19 @@ def batch_result(
         done = jobs.filter(status=JobStatus.SUCCEEDED).order_by("pk")
         values = dict(done.values_list("pk", "return_value"))
     return BatchResult(
-        id=row.pk, kind=row.kind, description=row.description, size=row.size,
-        succeeded=row.succeeded, failed=row.failed, cancelled=row.cancelled,
-        finished_at=row.finished_at, job_ids=job_ids,
+        id=row.pk,
+        kind=row.kind,
+        description=row.description,
+        size=row.size,
+        succeeded=row.succeeded,
+        failed=row.failed,
+        cancelled=row.cancelled,
+        finished_at=row.finished_at,
+        job_ids=job_ids,
         batch_ids=sorted(row.children.values_list("pk", flat=True)),
-        failures=[Failure(pk, path, errors[-1] if errors else None)
-                  for pk, path, errors in failed.values_list("pk", "task_path", "errors")],
+        failures=[
+            Failure(pk, path, errors[-1] if errors else None)
+            for pk, path, errors in failed.values_list("pk", "task_path", "errors")
+        ],
         return_values=values,
-    )  # fmt: skip
+    )
