@@ -16,7 +16,7 @@ from django_skipqueue.models import Job
 from django_skipqueue.monitoring.metrics import COUNTERS, Metrics
 from django_skipqueue.states import RELEASE
 from django_skipqueue.worker import recording
-from django_skipqueue.worker.executor import Outcome, Running
+from django_skipqueue.worker.attempt import Outcome, Running
 from django_skipqueue.worker.started import StartedLog
 
 logger = logging.getLogger("django_skipqueue.worker")

@@ -26,7 +26,7 @@ from django_skipqueue.exceptions import ResultTooLarge, WorkerStopped, message_r
 from django_skipqueue.models import Job
 from django_skipqueue.queues import backend_class
 from django_skipqueue.states import RELEASE, SNOOZE, SUCCEED, JobStatus
-from django_skipqueue.worker.executor import Outcome, too_large_message
+from django_skipqueue.worker.attempt import Outcome, too_large_message
 from django_skipqueue.worker.reclaim import reclaim as reclaim  # its old home
 
 logger = logging.getLogger("django_skipqueue.outcomes")
