@@ -16,20 +16,17 @@ writes never commit without the outcome. A plain job pays one attribute check an
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from functools import reduce
-from operator import or_
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from django.db.models import Case, F, JSONField, Q, QuerySet, Value, When
-from django.db.models.functions import Cast, Greatest
+from django.db.models import Case, F, QuerySet, Value, When
+from django.db.models.functions import Greatest
 
+from django_skipqueue import batched_success
 from django_skipqueue.db import statements
 from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
-from django_skipqueue.db.statements import slot_int, slot_json, slot_str
 from django_skipqueue.flow import slots
 from django_skipqueue.hooks import Ended, outcomes_recorded
 from django_skipqueue.models import Job
@@ -393,123 +390,23 @@ def succeed_many_later(
         at_once = succeed_many(jobs, return_values)
         return lambda: at_once
     using = jobs[0]._state.db or "default"
-    statement, values = _succeed_many_statement(jobs, return_values)
+    statement, values = batched_success.statement(jobs, return_values)
     matched = statements.defer(using, statements.Run(statement, values))
 
     def written() -> list[bool]:
         if matched.result() == len(jobs):
             return [True] * len(jobs)
-        return _written(jobs, using)
+        return batched_success.written(jobs, using)
 
     return written
 
 
 def _succeed_many(jobs: Sequence[Job], return_values: Sequence[Any]) -> list[bool]:
     using = jobs[0]._state.db or "default"
-    statement, values = _succeed_many_statement(jobs, return_values)
+    statement, values = batched_success.statement(jobs, return_values)
     if statements.execute(using, statement, values) == len(jobs):
         return [True] * len(jobs)
-    return _written(jobs, using)
-
-
-def _succeed_many_statement(
-    jobs: Sequence[Job], return_values: Sequence[Any]
-) -> tuple[statements.Statement, list[Any]]:
-    using = jobs[0]._state.db or "default"
-    owner = jobs[0].owner
-    if any(job.owner != owner for job in jobs):
-        raise ValueError("succeed_many() records the jobs of one owner at a time.")
-    same = _uniform(jobs, return_values)
-    # The usual batch: every job returned the same value on its first attempt. Plain
-    # assignments then, instead of a CASE per row that MySQL evaluates for every row.
-    # Compiled for a few batch sizes; a batch is padded with its last job (statements.py).
-    size = statements.padded_size(len(jobs))
-    key = ("succeed-many-same" if same else "succeed-many", size)
-    statement = statements.cached(using, key, lambda: _compile(size, same=same))
-    values: list[Any] = [owner]
-    padded = zip(
-        statements.padded(jobs, size), statements.padded(return_values, size), strict=True
-    )
-    for job, return_value in padded:
-        values += [job.pk, job.attempts, return_value, [*job.worker_ids, job.owner]]
-    return statement, values
-
-
-def _uniform(jobs: Sequence[Job], return_values: Sequence[Any]) -> bool:
-    """Tell whether every job gets the same return value and the same worker ids."""
-    first_value = return_values[0]
-    first_ids = jobs[0].worker_ids
-    return all(
-        job.worker_ids == first_ids and _same_json(value, first_value)
-        for job, value in zip(jobs, return_values, strict=True)
-    )
-
-
-def _same_json(value: Any, other: Any) -> bool:
-    # Python says 1 == True == 1.0; JSON does not.
-    return type(value) is type(other) and (
-        value is other or json.dumps(value) == json.dumps(other)
-    )
-
-
-def _compile(count: int, *, same: bool) -> statements.Statement:
-    """Build the UPDATE for ``count`` jobs with the ORM; slot 0 is the owner, then 4 per job."""
-    ids = [slot_int(1 + 4 * i) for i in range(count)]
-    fence = reduce(or_, (Q(pk=pk, attempts=slot_int(2 + 4 * i)) for i, pk in enumerate(ids)))
-    rows = Job.objects.filter(fence, status=JobStatus.CLAIMED, owner=slot_str(0))
-    fields = {
-        "status": JobStatus.SUCCEEDED,
-        "return_value": _json(3) if same else _per_row(ids, 3),
-        "worker_ids": _json(4) if same else _per_row(ids, 4),
-        "lease_until": None,
-        "finished_at": DatabaseNow(),
-    }
-    # In the uniform statement the first job's values stand for every job's.
-    unused = [slot for i in range(1, count) for slot in (3 + 4 * i, 4 + 4 * i)] if same else []
-    return statements.compile_update(rows, fields, 1 + 4 * count, unused=unused)
-
-
-def _json(slot: int) -> Cast:
-    return Cast(Value(slot_json(slot)), JSONField())
-
-
-def _per_row(ids: list[int], offset: int) -> Case:
-    """CASE id WHEN ... THEN <this job's JSON value> END, for one JSON column."""
-    whens = [
-        When(pk=pk, then=Cast(Value(slot_json(offset + 4 * i)), JSONField()))
-        for i, pk in enumerate(ids)
-    ]
-    return Case(*whens, output_field=JSONField())
-
-
-def _written(jobs: Sequence[Job], using: str) -> list[bool]:
-    """Tell which jobs the UPDATE wrote: succeeded under this owner at this attempt."""
-    done = committed_successes(jobs, using)
-    return [job.pk in done for job in jobs]
-
-
-def committed_successes(
-    jobs: Sequence[Job], using: str, *fields: str
-) -> dict[int, dict[str, Any]]:
-    """Return, by id, the jobs whose success (5) at this very owner and attempt is written.
-
-    The one answer to "did my success commit?": after the fence rejected rows of a batch,
-    after a connection broke during COMMIT (which may have happened all the same). A row
-    taken over since (another owner, a later attempt) is not ours. ``fields``: columns to
-    read back with it (``return_value``).
-    """
-    rows = Job.objects.using(using).filter(
-        pk__in=[job.pk for job in jobs],
-        owner__in={job.owner for job in jobs},
-        status=JobStatus.SUCCEEDED,
-    )
-    found = {row["pk"]: row for row in rows.values("pk", "owner", "attempts", *fields)}
-    return {
-        job.pk: found[job.pk]
-        for job in jobs
-        if job.pk in found
-        and (found[job.pk]["owner"], found[job.pk]["attempts"]) == (job.owner, job.attempts)
-    }
+    return batched_success.written(jobs, using)
 
 
 # 11 cancel, 12 retry: an operator's changes, on rows the admin locked with their guard.

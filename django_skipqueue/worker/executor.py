@@ -23,6 +23,7 @@ from typing import Any
 from django.db import Error, close_old_connections, connections, transaction
 
 from django_skipqueue import transitions
+from django_skipqueue.batched_success import committed_successes
 from django_skipqueue.compat import Task, task_started
 from django_skipqueue.conf import get_settings
 from django_skipqueue.context import JobContext, build_result, current_job, task_for_job
@@ -384,7 +385,7 @@ class Executor:
         with contextlib.suppress(Error):
             connections[self.using].close()
         with contextlib.suppress(Error):
-            return transitions.committed_successes([job], self.using, "return_value").get(job.pk)
+            return committed_successes([job], self.using, "return_value").get(job.pk)
         return None
 
     async def _run_async(self, running: Running, task: Task) -> Outcome:

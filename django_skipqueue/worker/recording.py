@@ -18,6 +18,7 @@ from django.db import DatabaseError, connections, transaction
 from django.utils import timezone
 
 from django_skipqueue import transitions, wakeup
+from django_skipqueue.batched_success import committed_successes
 from django_skipqueue.compat import TaskResult, task_finished
 from django_skipqueue.context import build_result, resolve_task, task_for_job, update_result
 from django_skipqueue.db.outage import is_too_large
@@ -156,7 +157,7 @@ def already_written(rejected: Sequence[Outcome]) -> list[bool]:
         return []
     using = rejected[0].job._state.db or "default"
     successes = [o.job for o in rejected if o.ending.transition is SUCCEED]
-    committed = transitions.committed_successes(successes, using) if successes else {}
+    committed = committed_successes(successes, using) if successes else {}
     others = [o.job.pk for o in rejected if o.ending.transition is not SUCCEED]
     fields = ("pk", "status", "attempts", "errors", "worker_ids")
     rows = Job.objects.using(using).filter(pk__in=others).values(*fields) if others else []
