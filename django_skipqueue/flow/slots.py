@@ -99,15 +99,8 @@ def admit(
     stored_holders = list(state.blocked_holders)
     holders = [pk for pk in stored_holders if pk not in drop]
     holders += [pk for pk in hold if pk not in holders]
-    changed = set()
-    starts = ADMIT_BATCH
-    if state.rate is not None and state.period:
-        now = now or read_db_now(using)
-        start = window_start(now, state.period)
-        if state.window_start != start:
-            turn_window(using, state, start)
-            changed |= {"window_start", "window_count", "window_jobs"}
-        starts = state.rate - state.window_count
+    changed: set[str] = set()
+    starts, now = _starts_left(using, state, now, changed)
     rows: list[tuple[int, str]] = []
     admitted = Admitted()
     locked = False
@@ -117,21 +110,13 @@ def admit(
         rows += held
         starts -= len(held)
     free = ADMIT_BATCH if state.limit is None else state.limit - state.running
-    free = min(free, starts)
-    if free > 0:
-        waiting = Job.objects.using(using).filter(waiting_key=WAITING_PREFIX + state.key)
-        # A holder is admitted above, by the rate alone: never here, where it would take a
-        # second slot.
-        waiting = waiting.filter(flow_slot=False).order_by("id")
-        # Ordered keys wait for a row another transaction holds: its place is its id.
-        locked_rows = waiting.select_for_update(skip_locked=not state.ordered)
-        new = list(locked_rows.values_list("pk", "queue_name")[:free])
-        if new:
-            chosen = admitted.with_slot if state.limit is not None else admitted.without_slot
-            chosen += [pk for pk, _ in new]
-            if state.limit is not None:
-                state.running += len(new)
-            rows += new
+    new = _choose_new(using, state, min(free, starts))
+    if new:
+        chosen = admitted.with_slot if state.limit is not None else admitted.without_slot
+        chosen += [pk for pk, _ in new]
+        if state.limit is not None:
+            state.running += len(new)
+        rows += new
     ids = [pk for pk, _ in rows]
     if ids:
         if state.rate is not None:
@@ -139,15 +124,7 @@ def admit(
             state.window_jobs = [*state.window_jobs, *ids]
             changed |= {"window_count", "window_jobs"}
         wakeup.after_commit(using, {queue for _, queue in rows})
-    wake_at = None
-    spent = state.rate is not None and state.window_count >= state.rate
-    if spent and state.window_start is not None and state.period:
-        wake_at = state.window_start + timedelta(seconds=state.period)
-    if locked:
-        # A holder another transaction has locked (an operator cancelling it, which gives
-        # its slot back): the flow timer looks again soon, lest it stay blocked.
-        soon = (now or read_db_now(using)) + timedelta(seconds=LOCKED_HOLDER_RETRY)
-        wake_at = soon if wake_at is None else min(wake_at, soon)
+    wake_at = _next_wake(using, state, now, locked=locked)
     if wake_at != state.wake_at:
         state.wake_at = wake_at
         changed.add("wake_at")
@@ -159,6 +136,50 @@ def admit(
     if changed:
         state.save(using=using, update_fields=sorted(changed))
     return admitted
+
+
+def _starts_left(
+    using: str, state: FlowKey, now: datetime | None, changed: set[str]
+) -> tuple[int, datetime | None]:
+    """Starts the key's current rate window has left (turning it first if a new one began),
+    and the database's time if it was read; ADMIT_BATCH for a key without a rate."""
+    if state.rate is None or not state.period:
+        return ADMIT_BATCH, now
+    now = now or read_db_now(using)
+    start = window_start(now, state.period)
+    if state.window_start != start:
+        turn_window(using, state, start)
+        changed |= {"window_start", "window_count", "window_jobs"}
+    return state.rate - state.window_count, now
+
+
+def _choose_new(using: str, state: FlowKey, free: int) -> list[tuple[int, str]]:
+    """Lock the oldest ``free`` blocked jobs of the key that need a slot: ``(id, queue)``."""
+    if free <= 0:
+        return []
+    waiting = Job.objects.using(using).filter(waiting_key=WAITING_PREFIX + state.key)
+    # A holder is admitted by the rate alone: never here, where it would take a second slot.
+    waiting = waiting.filter(flow_slot=False).order_by("id")
+    # Ordered keys wait for a row another transaction holds: its place is its id.
+    locked_rows = waiting.select_for_update(skip_locked=not state.ordered)
+    return list(locked_rows.values_list("pk", "queue_name")[:free])
+
+
+def _next_wake(
+    using: str, state: FlowKey, now: datetime | None, *, locked: bool
+) -> datetime | None:
+    """When the flow timer must look at the key again: its next window if this one is spent,
+    soon if a blocked holder was locked by another transaction; None otherwise."""
+    wake_at = None
+    spent = state.rate is not None and state.window_count >= state.rate
+    if spent and state.window_start is not None and state.period:
+        wake_at = state.window_start + timedelta(seconds=state.period)
+    if locked:
+        # A holder another transaction has locked (an operator cancelling it, which gives
+        # its slot back): the flow timer looks again soon, lest it stay blocked.
+        soon = (now or read_db_now(using)) + timedelta(seconds=LOCKED_HOLDER_RETRY)
+        wake_at = soon if wake_at is None else min(wake_at, soon)
+    return wake_at
 
 
 def _admit_holders(
