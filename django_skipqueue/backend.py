@@ -24,7 +24,7 @@ from django_skipqueue.conf import get_settings
 from django_skipqueue.context import build_result, new_results, resolve_task, task_for_job
 from django_skipqueue.db.text import unstorable
 from django_skipqueue.exceptions import AppNotInstalled, InvalidQueueName, InvalidTaskOption
-from django_skipqueue.flow.options import check_flow_options
+from django_skipqueue.flow.options import Flow, check_flow_options, flow_of
 from django_skipqueue.monitoring import tracing
 from django_skipqueue.states import JobStatus
 from django_skipqueue.tasks import (
@@ -106,7 +106,6 @@ class SkipQueueBackend(BaseTaskBackend):
         """Insert a job on the queue's connection, inside the caller's transaction if any."""
         from django_skipqueue.enqueue import build_job, insert_job, join_batch, not_carried
         from django_skipqueue.flow import admission
-        from django_skipqueue.flow.options import flow_of
 
         self.validate_task(task)
         replace = getattr(task, "unique_replace", ())
@@ -156,15 +155,9 @@ class SkipQueueBackend(BaseTaskBackend):
         holds is that job's, and its index is in ``duplicates``. Calls of a task with
         ``unique_replace`` are enqueued one by one, as ``enqueue()`` does.
         """
-        from django_skipqueue.enqueue import (
-            build_jobs,
-            insert_job,
-            insert_jobs,
-            insert_keyed_jobs,
-            join_batch,
-        )
+        from django_skipqueue.enqueue import build_jobs, join_batch
         from django_skipqueue.flow import admission
-        from django_skipqueue.flow.options import flow_of, has_flow
+        from django_skipqueue.flow.options import has_flow
 
         calls = list(calls)
         tasks = {id(task): task for task, _, _ in calls}.values()
@@ -181,38 +174,8 @@ class SkipQueueBackend(BaseTaskBackend):
         if jobs and _traced():  # one span for the call, its context stored with every job
             span = tracing.start_enqueue(jobs[0].task_path, jobs[0].queue_name, jobs)
             tracing.end_enqueue(span, jobs)
-        # Calls of a task with flow control go in one by one, behind their key's row.
-        flows = {
-            i: flow
-            for i, (task, args, kwargs) in enumerate(calls)
-            if id(task) in flowing and (flow := flow_of(task, args, kwargs)) is not None
-        }
-        plain = [i for i, job in enumerate(jobs) if job.idempotency_key is None and i not in flows]
-        if len(plain) == len(calls):
-            replacing: set[int] = set()
-            keyed: list[int] = []
-        else:
-            unkeyed = set(plain)
-            replacing = {
-                i
-                for i, (task, _, _) in enumerate(calls)
-                if i not in unkeyed and i not in flows and id(task) in replaceable
-            }
-            keyed = [
-                i
-                for i in range(len(jobs))
-                if i not in replacing and i not in unkeyed and i not in flows
-            ]
-        inserted = insert_jobs([jobs[i] for i in plain], self.database)
-        answers: dict[int, tuple[Job, bool]] = {
-            i: (job, True) for i, job in zip(plain, inserted, strict=True)
-        }
-        answers.update(
-            zip(keyed, insert_keyed_jobs([jobs[i] for i in keyed], self.database), strict=True)
-        )
-        for i in sorted(replacing):
-            replace = getattr(calls[i][0], "unique_replace", ())
-            answers[i] = insert_job(jobs[i], self.database, replace)
+        flows, plain, replacing, keyed = _kinds(calls, jobs, flowing, replaceable)
+        answers = self._insert(calls, jobs, plain, keyed, replacing)
         if flows:
             # In key order (each key's calls in call order): two bulk enqueues lock the keys'
             # rows in the same order, so they never deadlock each other.
@@ -223,6 +186,37 @@ class SkipQueueBackend(BaseTaskBackend):
         created = [job for job, new in answers.values() if new]
         if jobs and jobs[0].batch_id is not None:
             join_batch(created, self.database)
+        results = self._results(calls, answers)
+        self._wake_workers(created + [answers[i][0] for i in replacing])
+        return results
+
+    def _insert(
+        self,
+        calls: Sequence[TaskCall],
+        jobs: Sequence[Job],
+        plain: list[int],
+        keyed: list[int],
+        replacing: set[int],
+    ) -> dict[int, tuple[Job, bool]]:
+        """Insert the plain, keyed and replacing calls' jobs; return (job, new) by call index."""
+        from django_skipqueue.enqueue import insert_job, insert_jobs, insert_keyed_jobs
+
+        inserted = insert_jobs([jobs[i] for i in plain], self.database)
+        answers: dict[int, tuple[Job, bool]] = {
+            i: (job, True) for i, job in zip(plain, inserted, strict=True)
+        }
+        answers.update(
+            zip(keyed, insert_keyed_jobs([jobs[i] for i in keyed], self.database), strict=True)
+        )
+        for i in sorted(replacing):
+            replace = getattr(calls[i][0], "unique_replace", ())
+            answers[i] = insert_job(jobs[i], self.database, replace)
+        return answers
+
+    def _results(
+        self, calls: Sequence[TaskCall], answers: dict[int, tuple[Job, bool]]
+    ) -> EnqueuedMany:
+        """The results in call order; task_enqueued for each new job, duplicates marked."""
         # The new jobs' results are built together (copies of one per task, see new_results).
         new = [i for i in range(len(calls)) if answers[i][1]]
         fresh = new_results(((answers[i][0], calls[i][0]) for i in new), self.alias)
@@ -236,7 +230,6 @@ class SkipQueueBackend(BaseTaskBackend):
             else:
                 results.append(result := self._result(answers[i][0]))
                 results.duplicates[i] = result
-        self._wake_workers(created + [answers[i][0] for i in replacing])
         return results
 
     def _can_send_ahead(self, tasks: Iterable[Task]) -> bool:
@@ -390,3 +383,29 @@ def _check_range(task: Task, name: str, low: int, high: int) -> None:
 
 def _traced() -> bool:
     return tracing.enabled()
+
+
+def _kinds(
+    calls: Sequence[TaskCall], jobs: Sequence[Job], flowing: set[int], replaceable: set[int]
+) -> tuple[dict[int, Flow], list[int], set[int], list[int]]:
+    """Sort a bulk's calls by how they go in: by index, flow-controlled (with their flow),
+    plain, replacing (``unique_replace``), keyed."""
+    # Calls of a task with flow control go in one by one, behind their key's row.
+    flows = {
+        i: flow
+        for i, (task, args, kwargs) in enumerate(calls)
+        if id(task) in flowing and (flow := flow_of(task, args, kwargs)) is not None
+    }
+    plain = [i for i, job in enumerate(jobs) if job.idempotency_key is None and i not in flows]
+    if len(plain) == len(calls):
+        return flows, plain, set(), []
+    unkeyed = set(plain)
+    replacing = {
+        i
+        for i, (task, _, _) in enumerate(calls)
+        if i not in unkeyed and i not in flows and id(task) in replaceable
+    }
+    keyed = [
+        i for i in range(len(jobs)) if i not in replacing and i not in unkeyed and i not in flows
+    ]
+    return flows, plain, replacing, keyed
