@@ -154,40 +154,54 @@ def send_pipelined(connection: Any, items: Sequence[str | Run | Deferred]) -> li
         began = time.monotonic()
         for payload in payloads:
             raw.send_query(payload)
-        answered = False
         for item in items:
             if isinstance(item, Deferred):
                 item.sent = True
-        answers: list[Any] = []
-        error: BaseException | None = None
-        for item in items:
-            answer: Any = None
-            try:
-                raw.read_query_result()
-                if not answered:
-                    answered = True
-                    _note_round_trip(connection.alias, time.monotonic() - began)
-                result = raw.store_result()
-                run = item.run if isinstance(item, Deferred) else item
-                if isinstance(run, Run):
-                    rows = run.rows
-                    answer = (list(result.fetch_row(0)) if result else []) if rows else None
-                    answer = raw.affected_rows() if not rows else answer
-            except raw.Error as failed:
-                if not _answered(failed):
-                    if error is not None:  # an answer (1153: too large) ended the connection
-                        raise error from failed
-                    raise  # the connection is broken: nothing more to read
-                error = error or failed
-                if isinstance(item, Deferred):
-                    item.error = failed
-            if isinstance(item, Deferred):
-                item.answer = answer
-            answers.append(answer)
+        answers, error = _read_answers(connection, items, began)
         _log_queries(connection, texts, began)
         if error is not None:
             raise error
     return answers
+
+
+def _read_answers(
+    connection: Any, items: Sequence[str | Run | Deferred], began: float
+) -> tuple[list[Any], BaseException | None]:
+    """Read the answer of every item sent, in order; a deferred item keeps its own.
+
+    Returns the answers and the first error the server answered with (the later answers are
+    still read: the connection stays in step). An error that leaves nothing to read (the
+    connection broke) is raised at once.
+    """
+    raw = connection.connection
+    answered = False
+    answers: list[Any] = []
+    error: BaseException | None = None
+    for item in items:
+        answer: Any = None
+        try:
+            raw.read_query_result()
+            if not answered:
+                answered = True
+                _note_round_trip(connection.alias, time.monotonic() - began)
+            result = raw.store_result()
+            run = item.run if isinstance(item, Deferred) else item
+            if isinstance(run, Run):
+                rows = run.rows
+                answer = (list(result.fetch_row(0)) if result else []) if rows else None
+                answer = raw.affected_rows() if not rows else answer
+        except raw.Error as failed:
+            if not _answered(failed):
+                if error is not None:  # an answer (1153: too large) ended the connection
+                    raise error from failed
+                raise  # the connection is broken: nothing more to read
+            error = error or failed
+            if isinstance(item, Deferred):
+                item.error = failed
+        if isinstance(item, Deferred):
+            item.answer = answer
+        answers.append(answer)
+    return answers, error
 
 
 #: The client library's error of a packet larger than max_allowed_packet (CR_NET_PACKET_TOO_LARGE).
