@@ -286,6 +286,26 @@ def insert_row(job: Job, using: str) -> None:
     connection = connections[using]
     connection.close_if_health_check_failed()  # as connection.cursor() does first
     connection.ensure_connection()
+    texts, left_out = _value_texts(job, connection)
+    head = _heads.get(left_out)
+    if head is None:
+        head = _heads[left_out] = _single_head(connection, left_out)
+    # As save() does: a failed INSERT inside atomic() marks the transaction for rollback.
+    with transaction.mark_for_rollback_on_error(using):
+        pk = _execute_insert(connection, f"{head}{', '.join(texts)})")
+    saved(job, pk, using)
+    # The generated columns, where the row's values decide them (save() reads them back).
+    values = job.__dict__
+    values["priority_rank"] = -int(job.priority)
+    if job.idempotency_key is None:
+        values["active_key"] = None
+    if job.flow_key is None:
+        values["waiting_key"] = None
+
+
+def _value_texts(job: Job, connection: Any) -> tuple[list[str], int]:
+    """Quote ``job``'s values as the INSERT sends them; return them and the bits of the
+    columns left out (NULL), which pick the statement's head (its column list)."""
     raw = connection.connection
     kept: dict[tuple[type, Any], str] | None = getattr(raw, "skipqueue_literals", None)
     if kept is None or len(kept) > LITERALS_KEPT:
@@ -314,19 +334,7 @@ def insert_row(job: Job, using: str) -> None:
             if _state_free(prepared):
                 kept[key] = text
         texts.append(text)
-    head = _heads.get(left_out)
-    if head is None:
-        head = _heads[left_out] = _single_head(connection, left_out)
-    # As save() does: a failed INSERT inside atomic() marks the transaction for rollback.
-    with transaction.mark_for_rollback_on_error(using):
-        pk = _execute_insert(connection, f"{head}{', '.join(texts)})")
-    saved(job, pk, using)
-    # The generated columns, where the row's values decide them (save() reads them back).
-    values["priority_rank"] = -int(job.priority)
-    if job.idempotency_key is None:
-        values["active_key"] = None
-    if job.flow_key is None:
-        values["waiting_key"] = None
+    return texts, left_out
 
 
 def _execute_insert(connection: Any, sql: str) -> int:
