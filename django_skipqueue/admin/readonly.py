@@ -21,8 +21,8 @@ from typing import Any
 from django.db import models
 from django.http import HttpRequest
 
-from .cells import when
-from .selection import CheckedSelection
+from django_skipqueue.admin.cells import when
+from django_skipqueue.admin.selection import CheckedSelection
 
 #: The suffix of a date-time field shown in UTC on a row's page.
 UTC = "__utc"

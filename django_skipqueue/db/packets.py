@@ -20,7 +20,7 @@ from typing import Any
 
 from django.db import connections
 
-from ..conf import get_settings
+from django_skipqueue.conf import get_settings
 
 #: Bytes of each statement left for its head (INSERT INTO, the column list, RETURNING) and
 #: the protocol's framing.

@@ -16,11 +16,11 @@ import importlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..apps import require_installed
+from django_skipqueue.apps import require_installed
 
 if TYPE_CHECKING:
-    from .models import OutboxMessage
-    from .writing import Message
+    from django_skipqueue.outbox.models import OutboxMessage
+    from django_skipqueue.outbox.writing import Message
 
 __all__ = ["Message", "inbox", "publish", "publish_many"]
 
@@ -43,7 +43,7 @@ def publish(
     ``message_id`` the message gets a random one, carried to the broker for deduplication.
     """
     require_installed(APP, "django_skipqueue.outbox.publish()")
-    from .writing import Message, publish_messages
+    from django_skipqueue.outbox.writing import Message, publish_messages
 
     message = Message(topic, payload, key=key, message_id=message_id, headers=headers)
     return publish_messages([message], using)[0]
@@ -52,7 +52,7 @@ def publish(
 def publish_many(messages: Iterable[Message], *, using: str | None = None) -> list[OutboxMessage]:
     """Write several messages in one INSERT: all of them, or none if one is refused."""
     require_installed(APP, "django_skipqueue.outbox.publish_many()")
-    from .writing import publish_messages
+    from django_skipqueue.outbox.writing import publish_messages
 
     return publish_messages(messages, using)
 
@@ -60,7 +60,7 @@ def publish_many(messages: Iterable[Message], *, using: str | None = None) -> li
 def __getattr__(name: str) -> Any:
     """Import ``Message`` and ``inbox`` on first use (they import the models)."""
     if name == "Message":
-        from .writing import Message
+        from django_skipqueue.outbox.writing import Message
 
         return Message
     if name == "inbox":

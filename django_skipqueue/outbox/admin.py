@@ -9,13 +9,13 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from ..admin import cells
-from ..admin.detail import moment
-from ..admin.readonly import ReadOnlyAdmin
-from . import transitions
-from .models import OutboxMessage, OutboxRelay
-from .relays import after_commit
-from .stats import with_relay_state
+from django_skipqueue.admin import cells
+from django_skipqueue.admin.detail import moment
+from django_skipqueue.admin.readonly import ReadOnlyAdmin
+from django_skipqueue.outbox import transitions
+from django_skipqueue.outbox.models import OutboxMessage, OutboxRelay
+from django_skipqueue.outbox.relays import after_commit
+from django_skipqueue.outbox.stats import with_relay_state
 
 
 @admin.action(permissions=["resend"], description="Send selected dead letters again")

@@ -13,7 +13,7 @@ from typing import Any
 from django.apps import AppConfig
 from django.db import DEFAULT_DB_ALIAS
 
-from ..extensions import Extension, HealthCheck, Panel, SideProcess, StatusSection
+from django_skipqueue.extensions import Extension, HealthCheck, Panel, SideProcess, StatusSection
 
 
 class OutboxConfig(Extension, AppConfig):
@@ -23,35 +23,35 @@ class OutboxConfig(Extension, AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from django_skipqueue.outbox import checks  # noqa: F401  (registers the system checks)
 
     def status_sections(self, using: str) -> list[StatusSection]:
-        from .extension import status_sections
+        from django_skipqueue.outbox.extension import status_sections
 
         return status_sections(using)
 
     def health_checks(self) -> list[HealthCheck]:
-        from .extension import health_checks
+        from django_skipqueue.outbox.extension import health_checks
 
         return health_checks()
 
     def metrics(self, using: str) -> Iterable[Any]:
-        from .extension import metrics
+        from django_skipqueue.outbox.extension import metrics
 
         return metrics(using)
 
     def dashboard_panels(self, using: str) -> list[Panel]:
-        from .extension import dashboard_panels
+        from django_skipqueue.outbox.extension import dashboard_panels
 
         return dashboard_panels(using)
 
     def runworkers_arguments(self, parser: ArgumentParser) -> None:
-        from .extension import runworkers_arguments
+        from django_skipqueue.outbox.extension import runworkers_arguments
 
         runworkers_arguments(parser)
 
     def side_processes(self, options: Mapping[str, Any]) -> list[SideProcess]:
-        from .extension import side_processes
+        from django_skipqueue.outbox.extension import side_processes
 
         return side_processes(options)
 

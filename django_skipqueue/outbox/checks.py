@@ -6,9 +6,9 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, register
 
-from ..conf import get_settings
-from .transports import SCHEMES
-from .transports.names import subject_problem
+from django_skipqueue.conf import get_settings
+from django_skipqueue.outbox.transports import SCHEMES
+from django_skipqueue.outbox.transports.names import subject_problem
 
 HINT = "See docs/reference/checks.md and the outbox settings in docs/reference/settings.md."
 

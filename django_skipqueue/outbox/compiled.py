@@ -17,10 +17,17 @@ from django.db.models import F, Q, QuerySet, Subquery
 from django.db.models.signals import post_delete, pre_delete
 from django.db.models.sql import DeleteQuery
 
-from ..db import statements
-from ..db.clock import DatabaseNow, DatabaseNowPlus
-from ..db.statements import RowReader, Run, Statement, slot_float, slot_int, slot_str
-from .models import OutboxMessage, OutboxPartition
+from django_skipqueue.db import statements
+from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_skipqueue.db.statements import (
+    RowReader,
+    Run,
+    Statement,
+    slot_float,
+    slot_int,
+    slot_str,
+)
+from django_skipqueue.outbox.models import OutboxMessage, OutboxPartition
 
 
 def lock_free_partitions(using: str, chosen: Sequence[int]) -> list[int]:

@@ -16,11 +16,11 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from ..conf import get_settings
-from ..durations import format_seconds
-from ..extensions import HealthCheck, Panel, SideProcess, StatusSection
-from ..management.arguments import positive_float, url_with_scheme
-from .stats import lag_problem, outbox_status
+from django_skipqueue.conf import get_settings
+from django_skipqueue.durations import format_seconds
+from django_skipqueue.extensions import HealthCheck, Panel, SideProcess, StatusSection
+from django_skipqueue.management.arguments import positive_float, url_with_scheme
+from django_skipqueue.outbox.stats import lag_problem, outbox_status
 
 #: Read for ``runworkers --relay`` alone when the setting is None, as skipqueue_relay does.
 BROKER_VARIABLE = "SKIPQUEUE_OUTBOX_BROKER_URL"
@@ -69,7 +69,9 @@ def _lag_problems(using: str, options: Mapping[str, Any]) -> list[str]:
 
 def metrics(using: str) -> Iterator[Any]:
     """The outbox's gauges: messages per status, the oldest unsent message's age."""
-    from ..monitoring.prometheus import gauge  # prometheus-client: only when scraped
+    from django_skipqueue.monitoring.prometheus import (
+        gauge,  # prometheus-client: only when scraped
+    )
 
     status = outbox_status(using)
     if status is None:
@@ -121,7 +123,7 @@ def side_processes(options: Mapping[str, Any]) -> list[SideProcess]:
 
     def run(using: str, burst: bool) -> int:
         """Run the relay in the child (SIGTERM/SIGINT: after its round; SIGQUIT: now)."""
-        from .process import RelayProcess
+        from django_skipqueue.outbox.process import RelayProcess
 
         signal.signal(signal.SIGQUIT, signal.SIG_DFL)
         RelayProcess(using, url, burst=burst).run()
@@ -134,7 +136,7 @@ def relay_url(option: str | None) -> str | None:
     """The broker of the relay child, checked and redacted in errors; None without --relay."""
     if option is None:
         return None
-    from .transports import SCHEMES, redact
+    from django_skipqueue.outbox.transports import SCHEMES, redact
 
     url = option or get_settings().OUTBOX_BROKER_URL or os.environ.get(BROKER_VARIABLE)
     if not url:

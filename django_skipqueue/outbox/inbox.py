@@ -13,10 +13,10 @@ from contextlib import contextmanager
 
 from django.db import IntegrityError, router, transaction
 
-from ..apps import require_installed
-from ..db.text import unstorable
-from ..exceptions import InvalidMessage
-from .models import InboxMessage
+from django_skipqueue.apps import require_installed
+from django_skipqueue.db.text import unstorable
+from django_skipqueue.exceptions import InvalidMessage
+from django_skipqueue.outbox.models import InboxMessage
 
 #: The longest message id and consumer name the inbox stores (their columns' lengths).
 MAX_MESSAGE_ID = 255

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
-from .transports import Outgoing, Result, Transport
+from django_skipqueue.outbox.transports import Outgoing, Result, Transport
 
 logger = logging.getLogger("django_skipqueue.outbox.relay")
 

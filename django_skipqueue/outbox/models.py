@@ -7,10 +7,10 @@ from typing import Any
 
 from django.db import models
 
-from ..db.clock import DatabaseNow
-from ..db.keys import KeyField
-from ..models.process import ProcessRecord
-from .states import MessageStatus
+from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.db.keys import KeyField
+from django_skipqueue.models.process import ProcessRecord
+from django_skipqueue.outbox.states import MessageStatus
 
 #: Explicit: were the app left out of INSTALLED_APPS, its models would join
 #: django_skipqueue (the package around them) and name tables no migration creates.

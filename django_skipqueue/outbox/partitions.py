@@ -25,11 +25,11 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast
 
-from ..db.clock import DatabaseNow
-from ..db.statements import retry_whole_transaction, short_transaction, slot_int
-from . import compiled
-from .models import OutboxMessage, OutboxPartition
-from .states import MessageStatus
+from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.db.statements import retry_whole_transaction, short_transaction, slot_int
+from django_skipqueue.outbox import compiled
+from django_skipqueue.outbox.models import OutboxMessage, OutboxPartition
+from django_skipqueue.outbox.states import MessageStatus
 
 
 def ensure_partitions(using: str, count: int) -> None:

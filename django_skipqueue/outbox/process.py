@@ -13,20 +13,20 @@ from types import FrameType
 
 from django.db import DatabaseError, close_old_connections
 
-from ..backoff import exponential
-from ..conf import get_settings
-from ..db.clock import DatabaseNow
-from ..db.outage import is_unreachable, outage
-from ..exceptions import BrokerUnavailable
-from ..wakeup import Waker
-from ..worker.owner import owner_id
-from . import partitions
-from .interruptible import BrokerCalls, Interrupted, InterruptibleTransport
-from .models import OutboxRelay
-from .reach import BrokerReach, say_held
-from .relay import Relay, Round
-from .relays import named_partitions
-from .transports import Transport, redact, transport_for
+from django_skipqueue.backoff import exponential
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.db.outage import is_unreachable, outage
+from django_skipqueue.exceptions import BrokerUnavailable
+from django_skipqueue.outbox import partitions
+from django_skipqueue.outbox.interruptible import BrokerCalls, Interrupted, InterruptibleTransport
+from django_skipqueue.outbox.models import OutboxRelay
+from django_skipqueue.outbox.reach import BrokerReach, say_held
+from django_skipqueue.outbox.relay import Relay, Round
+from django_skipqueue.outbox.relays import named_partitions
+from django_skipqueue.outbox.transports import Transport, redact, transport_for
+from django_skipqueue.wakeup import Waker
+from django_skipqueue.worker.owner import owner_id
 
 logger = logging.getLogger("django_skipqueue.outbox.relay")
 

@@ -73,7 +73,7 @@ def say_held(using: str, heartbeat: float) -> None:
     A relay killed mid-round keeps its leases until they run out (SKIPQUEUE_OUTBOX_LEASE_SECONDS):
     a burst run then waited that long without a word.
     """
-    from .models import OutboxPartition, OutboxRelay
+    from django_skipqueue.outbox.models import OutboxPartition, OutboxRelay
 
     now = timezone.now()
     held = list(

@@ -11,14 +11,14 @@ from dataclasses import dataclass, replace
 
 from django.db import DatabaseError
 
-from ..conf import get_settings
-from ..db.statements import retry_whole_transaction, short_transaction
-from ..exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
-from . import partitions
-from .partitions import Row
-from .settle import Outcomes, mark_claimed, settle
-from .tracing import traced
-from .transports import MaybeTaken, Outgoing, Result, Transport, Unanswered
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.statements import retry_whole_transaction, short_transaction
+from django_skipqueue.exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
+from django_skipqueue.outbox import partitions
+from django_skipqueue.outbox.partitions import Row
+from django_skipqueue.outbox.settle import Outcomes, mark_claimed, settle
+from django_skipqueue.outbox.tracing import traced
+from django_skipqueue.outbox.transports import MaybeTaken, Outgoing, Result, Transport, Unanswered
 
 logger = logging.getLogger("django_skipqueue.outbox.relay")
 

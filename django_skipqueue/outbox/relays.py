@@ -14,8 +14,8 @@ import logging
 from collections.abc import Iterable
 from functools import partial
 
-from .. import wakeup
-from .models import OutboxRelay
+from django_skipqueue import wakeup
+from django_skipqueue.outbox.models import OutboxRelay
 
 logger = logging.getLogger(__name__)
 

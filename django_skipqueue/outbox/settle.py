@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from . import states, transitions
-from .partitions import Row
+from django_skipqueue.outbox import states, transitions
+from django_skipqueue.outbox.partitions import Row
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.db import models
 
-from ..backoff import exponential
+from django_skipqueue.backoff import exponential
 
 
 class MessageStatus(models.TextChoices):

@@ -8,10 +8,10 @@ from typing import Any
 from django.apps import apps
 from django.db.models import Avg, Min, Sum
 
-from ..conf import get_settings
-from ..db.clock import read_db_now
-from ..db.counting import capped_count
-from ..durations import format_seconds
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import read_db_now
+from django_skipqueue.db.counting import capped_count
+from django_skipqueue.durations import format_seconds
 
 #: The app label; the figures exist only where the outbox app is installed.
 APP = "django_skipqueue.outbox"
@@ -50,8 +50,8 @@ def outbox_status(using: str) -> OutboxStatus | None:
     """Gather the outbox figures, or None when the outbox app is not installed."""
     if not apps.is_installed(APP):
         return None
-    from .models import OutboxMessage, OutboxRelay
-    from .states import MessageStatus
+    from django_skipqueue.outbox.models import OutboxMessage, OutboxRelay
+    from django_skipqueue.outbox.states import MessageStatus
 
     settings = get_settings()
     messages = OutboxMessage.objects.using(using)

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
-from ..monitoring import tracing
-from .transports import Outgoing, Result, Transport, Unanswered
+from django_skipqueue.exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
+from django_skipqueue.monitoring import tracing
+from django_skipqueue.outbox.transports import Outgoing, Result, Transport, Unanswered
 
 #: What the span's ``skipqueue.outbox.outcome`` says of each broker answer.
 OUTCOMES: tuple[tuple[type[Exception], str], ...] = (

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from django.db.models import F, QuerySet
 
-from ..db.clock import DatabaseNowPlus
-from . import compiled
-from .models import OutboxMessage
-from .states import MessageStatus
+from django_skipqueue.db.clock import DatabaseNowPlus
+from django_skipqueue.outbox import compiled
+from django_skipqueue.outbox.models import OutboxMessage
+from django_skipqueue.outbox.states import MessageStatus
 
 
 def claim(using: str, ids: Sequence[int], token: str, relay: str, partition: int) -> int:

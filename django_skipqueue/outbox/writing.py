@@ -16,12 +16,17 @@ from django.db.models import AutoField, Field
 from django.db.models.expressions import DatabaseDefault
 from django.db.models.sql import InsertQuery
 
-from ..conf import get_settings
-from ..db import packets
-from ..exceptions import DuplicateMessage, InvalidMessage, MessageTooLarge, UnknownTopic
-from ..payload import unstorable_json
-from .models import CompactJSONEncoder, OutboxMessage
-from .transports import names
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db import packets
+from django_skipqueue.exceptions import (
+    DuplicateMessage,
+    InvalidMessage,
+    MessageTooLarge,
+    UnknownTopic,
+)
+from django_skipqueue.outbox.models import CompactJSONEncoder, OutboxMessage
+from django_skipqueue.outbox.transports import names
+from django_skipqueue.payload import unstorable_json
 
 MAX_FIELD = 255
 
@@ -50,7 +55,7 @@ def publish_messages(messages: Iterable[Message], using: str | None) -> list[Out
         raise DuplicateMessage(
             f"An outbox message with one of these ids exists: {error}"
         ) from error
-    from .relays import after_commit  # the wake-up reads the relays table
+    from django_skipqueue.outbox.relays import after_commit  # the wake-up reads the relays table
 
     after_commit(alias, {row.partition for row in rows})
     return created
@@ -166,7 +171,7 @@ def _row(message: Message) -> OutboxMessage:
 
 def _traced(headers: Any) -> Any:
     """The headers plus the current trace context, with SKIPQUEUE_TRACING on."""
-    from ..monitoring import tracing
+    from django_skipqueue.monitoring import tracing
 
     return tracing.with_context(headers) if tracing.enabled() else headers
 

@@ -14,14 +14,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import available, confirm, release, reserve, restock, retire
+    from django_skipqueue.reservations.api import (
+        available,
+        confirm,
+        release,
+        reserve,
+        restock,
+        retire,
+    )
 
 __all__ = ["available", "confirm", "release", "reserve", "restock", "retire"]
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from . import api
+        from django_skipqueue.reservations import api
 
         return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

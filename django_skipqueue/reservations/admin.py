@@ -20,12 +20,12 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from ..admin import cells
-from ..admin.detail import moment
-from ..admin.readonly import ReadOnlyAdmin
-from ..exceptions import ReservationError
-from . import api
-from .models import HoldState, LedgerEntry, Pool, Reservation, Unit
+from django_skipqueue.admin import cells
+from django_skipqueue.admin.detail import moment
+from django_skipqueue.admin.readonly import ReadOnlyAdmin
+from django_skipqueue.exceptions import ReservationError
+from django_skipqueue.reservations import api
+from django_skipqueue.reservations.models import HoldState, LedgerEntry, Pool, Reservation, Unit
 
 #: Holds that run out within this long are "expiring soon".
 SOON = timedelta(minutes=5)

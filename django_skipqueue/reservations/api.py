@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from ..exceptions import InvalidReservation
-from . import holds, inputs, stock
-from .models import Reservation
-from .transactions import in_pool_transaction, pool_database
+from django_skipqueue.exceptions import InvalidReservation
+from django_skipqueue.reservations import holds, inputs, stock
+from django_skipqueue.reservations.models import Reservation
+from django_skipqueue.reservations.transactions import in_pool_transaction, pool_database
 
 
 def reserve(

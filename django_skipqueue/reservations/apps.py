@@ -11,7 +11,7 @@ from typing import Any
 
 from django.apps import AppConfig
 
-from ..extensions import Extension, MaintenanceStep
+from django_skipqueue.extensions import Extension, MaintenanceStep
 
 
 class ReservationsConfig(Extension, AppConfig):
@@ -21,12 +21,12 @@ class ReservationsConfig(Extension, AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from django_skipqueue.reservations import checks  # noqa: F401  (registers the system checks)
 
     def maintenance_steps(self, using: str) -> list[MaintenanceStep]:
         """Steps the queue's maintenance loop runs for this app: the sweep of expired holds."""
-        from ..conf import get_settings
-        from .sweep import release_expired
+        from django_skipqueue.conf import get_settings
+        from django_skipqueue.reservations.sweep import release_expired
 
         config = get_settings()
         if using != config.RESERVATION_DATABASE:
@@ -37,11 +37,11 @@ class ReservationsConfig(Extension, AppConfig):
 
     def metrics(self, using: str) -> Iterable[Any]:
         """The pools' gauges (read on SKIPQUEUE_RESERVATION_DATABASE, whatever ``using``)."""
-        from .extension import metrics
+        from django_skipqueue.reservations.extension import metrics
 
         return metrics()
 
     def databases(self) -> set[str]:
-        from ..conf import get_settings
+        from django_skipqueue.conf import get_settings
 
         return {get_settings().RESERVATION_DATABASE}

@@ -8,8 +8,8 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 from django.db import connections
 
-from ..checks import HINT
-from ..conf import get_settings
+from django_skipqueue.checks import HINT
+from django_skipqueue.conf import get_settings
 
 
 @register()

@@ -16,12 +16,12 @@ from django.db.models import BooleanField, ExpressionWrapper, JSONField, Model, 
 from django.db.models.functions import Cast
 from django.db.models.sql import DeleteQuery, InsertQuery
 
-from ..compat import fetch_returned_rows
-from ..db import statements
-from ..db.clock import DatabaseNow, DatabaseNowPlus
-from ..db.statements import Statement, slot_float, slot_int, slot_json, slot_str
-from .models import LedgerEntry, Reservation, Unit
-from .pools import free_units
+from django_skipqueue.compat import fetch_returned_rows
+from django_skipqueue.db import statements
+from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_skipqueue.db.statements import Statement, slot_float, slot_int, slot_json, slot_str
+from django_skipqueue.reservations.models import LedgerEntry, Reservation, Unit
+from django_skipqueue.reservations.pools import free_units
 
 #: Claims and sales of more units than this are compiled each time (one statement per size).
 MAX_COMPILED_UNITS = 32

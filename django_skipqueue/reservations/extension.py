@@ -8,13 +8,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..conf import get_settings
+from django_skipqueue.conf import get_settings
 
 
 def metrics() -> Iterator[Any]:
     """Units free and held in every pool, each count capped."""
-    from ..monitoring.prometheus import gauge  # prometheus-client: only when scraped
-    from .models import HoldState, Reservation, Unit
+    from django_skipqueue.monitoring.prometheus import (
+        gauge,  # prometheus-client: only when scraped
+    )
+    from django_skipqueue.reservations.models import HoldState, Reservation, Unit
 
     settings = get_settings()
     using, cap = settings.RESERVATION_DATABASE, settings.STATUS_COUNT_CAP

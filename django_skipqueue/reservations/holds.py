@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..db.clock import DatabaseNow, DatabaseNowPlus
-from ..exceptions import HoldExpired, HoldNotActive, InsufficientStock, UnknownPool
-from . import compiled, ledger
-from .models import HoldState, LedgerReason, Pool, Reservation
-from .units import claim, hold_units
+from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
+from django_skipqueue.exceptions import HoldExpired, HoldNotActive, InsufficientStock, UnknownPool
+from django_skipqueue.reservations import compiled, ledger
+from django_skipqueue.reservations.models import HoldState, LedgerReason, Pool, Reservation
+from django_skipqueue.reservations.units import claim, hold_units
 
 
 def hold(

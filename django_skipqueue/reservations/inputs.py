@@ -6,9 +6,9 @@ import math
 from datetime import timedelta
 from typing import Any
 
-from ..conf import get_settings
-from ..db.text import unstorable
-from ..exceptions import InvalidReservation
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.text import unstorable
+from django_skipqueue.exceptions import InvalidReservation
 
 #: Longest holder and reference strings (their columns' length).
 MAX_LABEL = 200

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..db.clock import DatabaseNow
-from .models import LedgerEntry, LedgerReason, Reservation
+from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.reservations.models import LedgerEntry, LedgerReason, Reservation
 
 
 def record(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from .models import Unit
+from django_skipqueue.reservations.models import Unit
 
 
 def pool_units(using: str, pool: tuple[int, int]) -> QuerySet[Unit]:

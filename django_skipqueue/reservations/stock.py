@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django.db.models import F
 
-from ..conf import get_settings
-from ..exceptions import InsufficientStock, PoolFull, UnknownPool
-from . import ledger
-from .models import LedgerReason, Pool, Unit
-from .units import claim, pool_units
+from django_skipqueue.conf import get_settings
+from django_skipqueue.exceptions import InsufficientStock, PoolFull, UnknownPool
+from django_skipqueue.reservations import ledger
+from django_skipqueue.reservations.models import LedgerReason, Pool, Unit
+from django_skipqueue.reservations.units import claim, pool_units
 
 
 def restock(using: str, pool: tuple[int, int], quantity: int, reference: str) -> int:

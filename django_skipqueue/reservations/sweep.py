@@ -7,11 +7,11 @@ then reads ``expired`` and raises ``HoldExpired``. Never both.
 
 from __future__ import annotations
 
-from ..conf import get_settings
-from ..db.clock import DatabaseNow
-from .holds import return_units
-from .models import HoldState, Reservation
-from .transactions import in_pool_transaction, pool_database
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.reservations.holds import return_units
+from django_skipqueue.reservations.models import HoldState, Reservation
+from django_skipqueue.reservations.transactions import in_pool_transaction, pool_database
 
 
 def release_expired(using: str | None = None, *, batch: int | None = None) -> int:

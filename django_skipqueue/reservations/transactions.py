@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 from django.db import connections
 
-from ..apps import require_installed
-from ..conf import get_settings
-from ..db.statements import retry_whole_transaction, short_transaction
+from django_skipqueue.apps import require_installed
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.statements import retry_whole_transaction, short_transaction
 
 
 def pool_database() -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from . import compiled
-from .models import Reservation, Unit
-from .pools import free_units, pool_units
+from django_skipqueue.reservations import compiled
+from django_skipqueue.reservations.models import Reservation, Unit
+from django_skipqueue.reservations.pools import free_units, pool_units
 
 __all__ = ["claim", "free_units", "hold_units", "pool_units"]
 

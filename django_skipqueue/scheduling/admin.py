@@ -19,15 +19,15 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from ..admin import cells
-from ..admin.readonly import ReadOnlyAdmin
-from ..admin.selection import CheckedSelection
-from ..db.clock import read_db_now
-from ..exceptions import InvalidSchedule
-from . import ticks
-from .definition import KEYS, validate
-from .models import Schedule, Source, Tick
-from .status import local_time
+from django_skipqueue.admin import cells
+from django_skipqueue.admin.readonly import ReadOnlyAdmin
+from django_skipqueue.admin.selection import CheckedSelection
+from django_skipqueue.db.clock import read_db_now
+from django_skipqueue.exceptions import InvalidSchedule
+from django_skipqueue.scheduling import ticks
+from django_skipqueue.scheduling.definition import KEYS, validate
+from django_skipqueue.scheduling.models import Schedule, Source, Tick
+from django_skipqueue.scheduling.status import local_time
 
 #: The fields a person edits; the rest belongs to the scheduler.
 DEFINITION = [*KEYS.values()]
@@ -159,7 +159,7 @@ class ScheduleAdmin(CheckedSelection):
 
     @admin.display(description="last job")
     def last_job(self, schedule: Schedule) -> str:
-        from ..models import Job
+        from django_skipqueue.models import Job
 
         if not schedule.last_job_id:
             return "-"

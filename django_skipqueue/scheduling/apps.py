@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from django.apps import AppConfig
 
-from ..extensions import Extension, HealthCheck, MaintenanceStep, Panel, StatusSection
+from django_skipqueue.extensions import (
+    Extension,
+    HealthCheck,
+    MaintenanceStep,
+    Panel,
+    StatusSection,
+)
 
 
 class SchedulingConfig(Extension, AppConfig):
@@ -18,14 +24,14 @@ class SchedulingConfig(Extension, AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from django_skipqueue.scheduling import checks  # noqa: F401  (registers the system checks)
 
     def maintenance_steps(self, using: str) -> list[MaintenanceStep]:
         """Steps the queue's maintenance loop runs for this app: the scheduler, the tick prune."""
-        from ..conf import get_settings
-        from .definition import schedule_database
-        from .prune import prune_ticks
-        from .scheduler import Scheduler
+        from django_skipqueue.conf import get_settings
+        from django_skipqueue.scheduling.definition import schedule_database
+        from django_skipqueue.scheduling.prune import prune_ticks
+        from django_skipqueue.scheduling.scheduler import Scheduler
 
         if using != schedule_database():
             return []
@@ -36,16 +42,16 @@ class SchedulingConfig(Extension, AppConfig):
         ]
 
     def status_sections(self, using: str) -> list[StatusSection]:
-        from .extension import status_sections
+        from django_skipqueue.scheduling.extension import status_sections
 
         return status_sections(using)
 
     def health_checks(self) -> list[HealthCheck]:
-        from .extension import health_checks
+        from django_skipqueue.scheduling.extension import health_checks
 
         return health_checks()
 
     def dashboard_panels(self, using: str) -> list[Panel]:
-        from .extension import dashboard_panels
+        from django_skipqueue.scheduling.extension import dashboard_panels
 
         return dashboard_panels(using)

@@ -7,10 +7,10 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, register
 
-from ..checks import HINT
-from ..conf import get_settings
-from ..exceptions import InvalidSchedule
-from .definition import from_setting
+from django_skipqueue.checks import HINT
+from django_skipqueue.conf import get_settings
+from django_skipqueue.exceptions import InvalidSchedule
+from django_skipqueue.scheduling.definition import from_setting
 
 #: The check id of each kind of mistake (InvalidSchedule.field).
 IDS = {

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 
 from django.db import IntegrityError, transaction
 
-from ..conf import get_settings
-from ..db.clock import read_db_now
-from ..exceptions import InvalidSchedule
-from .definition import Definition, from_setting
-from .models import Schedule, Source
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import read_db_now
+from django_skipqueue.exceptions import InvalidSchedule
+from django_skipqueue.scheduling.definition import Definition, from_setting
+from django_skipqueue.scheduling.models import Schedule, Source
 
 logger = logging.getLogger("django_skipqueue.scheduler")
 #: Fields whose change moves the next tick.

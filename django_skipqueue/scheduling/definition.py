@@ -13,15 +13,14 @@ from typing import Any
 
 from django.utils.text import slugify
 
+from django_skipqueue.apps import require_installed
 from django_skipqueue.compat import DEFAULT_TASK_BACKEND_ALIAS, InvalidTask, Task, task_backends
-
-from ..apps import require_installed
-from ..conf import get_settings
-from ..durations import parse_duration
-from ..exceptions import InvalidSchedule, SkipQueueError
-from ..payload import check_size, normalize_arguments
-from .models import Missed
-from .timing import Timing
+from django_skipqueue.conf import get_settings
+from django_skipqueue.durations import parse_duration
+from django_skipqueue.exceptions import InvalidSchedule, SkipQueueError
+from django_skipqueue.payload import check_size, normalize_arguments
+from django_skipqueue.scheduling.models import Missed
+from django_skipqueue.scheduling.timing import Timing
 
 #: Keys of an entry of SKIPQUEUE_SCHEDULES, and the model field each one fills.
 KEYS = {
@@ -105,7 +104,7 @@ def validate(name: str, values: Mapping[str, Any]) -> Definition:
 
 def scheduled_task(definition: Definition) -> Task:
     """The task a tick enqueues, with the schedule's queue and priority, or InvalidSchedule."""
-    from ..context import resolve_task
+    from django_skipqueue.context import resolve_task
 
     try:
         task = resolve_task(definition.task_path)

@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from enum import IntEnum
 from typing import Any
 
-from ..conf import get_settings
-from ..db.clock import DatabaseNowPlus
-from ..extensions import HealthCheck, Panel, StatusSection
-from ..management.arguments import positive_float
-from .status import overdue_problem, render, schedule_status
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import DatabaseNowPlus
+from django_skipqueue.extensions import HealthCheck, Panel, StatusSection
+from django_skipqueue.management.arguments import positive_float
+from django_skipqueue.scheduling.status import overdue_problem, render, schedule_status
 
 #: A schedule this late (seconds) is overdue on the dashboard.
 OVERDUE_SECONDS = 60.0
@@ -63,7 +63,7 @@ def _overdue(using: str, options: Mapping[str, Any]) -> list[str]:
 
 def dashboard_panels(using: str) -> list[Panel]:
     """A row of the dashboard's figures: schedules enabled and overdue (the scheduler's index)."""
-    from .models import Schedule
+    from django_skipqueue.scheduling.models import Schedule
 
     rows = Schedule.objects.using(using)
     context = {

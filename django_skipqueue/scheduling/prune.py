@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ..conf import get_settings
-from ..db.clock import read_db_now
-from .models import Schedule, Tick
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import read_db_now
+from django_skipqueue.scheduling.models import Schedule, Tick
 
 #: Tick rows deleted per statement.
 BATCH = 1000

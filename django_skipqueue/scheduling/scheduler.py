@@ -13,12 +13,12 @@ import logging
 
 from django.db import DatabaseError, IntegrityError, transaction
 
-from ..db.clock import DatabaseNow, read_db_now
-from ..db.statements import retry_whole_transaction
-from ..maintenance.reap import runner_id
-from .declared import sync_declared
-from .models import Schedule
-from .ticks import definition_of, fire
+from django_skipqueue.db.clock import DatabaseNow, read_db_now
+from django_skipqueue.db.statements import retry_whole_transaction
+from django_skipqueue.maintenance.reap import runner_id
+from django_skipqueue.scheduling.declared import sync_declared
+from django_skipqueue.scheduling.models import Schedule
+from django_skipqueue.scheduling.ticks import definition_of, fire
 
 logger = logging.getLogger("django_skipqueue.scheduler")
 

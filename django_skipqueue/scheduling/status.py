@@ -8,8 +8,8 @@ from typing import Any
 
 from django.apps import apps
 
-from ..durations import format_seconds
-from .timing import zone
+from django_skipqueue.durations import format_seconds
+from django_skipqueue.scheduling.timing import zone
 
 APP = "django_skipqueue.scheduling"
 #: Schedules listed at most; a line says how many more there are.
@@ -48,8 +48,8 @@ def schedule_status(using: str) -> list[ScheduleLine] | None:
     """The enabled schedules by name, or None when the app is not installed."""
     if not apps.is_installed(APP):
         return None
-    from ..models import Job
-    from .models import Schedule
+    from django_skipqueue.models import Job
+    from django_skipqueue.scheduling.models import Schedule
 
     rows = list(Schedule.objects.using(using).enabled().order_by("name")[:SHOWN])
     job_ids = [row.last_job_id for row in rows if row.last_job_id]
@@ -64,8 +64,8 @@ def overdue_problem(using: str, limit: float) -> str | None:
     """
     if not apps.is_installed(APP):
         return None
-    from ..db.clock import DatabaseNowPlus, read_db_now
-    from .models import Schedule
+    from django_skipqueue.db.clock import DatabaseNowPlus, read_db_now
+    from django_skipqueue.scheduling.models import Schedule
 
     late = list(Schedule.objects.using(using).due(DatabaseNowPlus(-limit))[:OVERDUE_NAMED])
     if not late:

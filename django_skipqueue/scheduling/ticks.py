@@ -12,10 +12,10 @@ from datetime import datetime, timedelta
 
 from django.db import DatabaseError, transaction
 
-from ..conf import get_settings
-from ..db.clock import DatabaseNow
-from .definition import FIELDS, Definition, scheduled_task, validate
-from .models import Missed, Schedule, Tick, TickKind
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.scheduling.definition import FIELDS, Definition, scheduled_task, validate
+from django_skipqueue.scheduling.models import Missed, Schedule, Tick, TickKind
 
 logger = logging.getLogger("django_skipqueue.scheduler")
 

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
-from ..exceptions import InvalidSchedule
+from django_skipqueue.exceptions import InvalidSchedule
 
 #: Nicknames cronsim does not read itself, as the five fields they stand for.
 NICKNAMES = {

@@ -16,14 +16,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import batch, batch_result, chain, extend, step
+    from django_skipqueue.workflows.api import batch, batch_result, chain, extend, step
 
 __all__ = ["batch", "batch_result", "chain", "extend", "step"]
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from . import api
+        from django_skipqueue.workflows import api
 
         return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

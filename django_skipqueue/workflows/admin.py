@@ -14,10 +14,10 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from ..admin import cells
-from ..admin.readonly import ReadOnlyAdmin
-from . import admin_cells
-from .models import Batch, Kind
+from django_skipqueue.admin import cells
+from django_skipqueue.admin.readonly import ReadOnlyAdmin
+from django_skipqueue.workflows import admin_cells
+from django_skipqueue.workflows.models import Batch, Kind
 
 
 @admin.register(Batch)

@@ -14,12 +14,12 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from ..admin import cells
-from ..admin.columns import ERROR_CLASS, with_error_class
-from ..admin.detail import status_badge
-from ..models import Job
-from ..states import JobStatus
-from .models import Batch, Kind
+from django_skipqueue.admin import cells
+from django_skipqueue.admin.columns import ERROR_CLASS, with_error_class
+from django_skipqueue.admin.detail import status_badge
+from django_skipqueue.models import Job
+from django_skipqueue.states import JobStatus
+from django_skipqueue.workflows.models import Batch, Kind
 
 #: Member jobs listed at most on a batch's page.
 SHOWN = 50

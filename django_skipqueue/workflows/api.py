@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .chains import Step, chain, step
-from .opening import OpenBatch, batch, extend
-from .results import BatchResult, Failure, batch_result
+from django_skipqueue.workflows.chains import Step, chain, step
+from django_skipqueue.workflows.opening import OpenBatch, batch, extend
+from django_skipqueue.workflows.results import BatchResult, Failure, batch_result
 
 __all__ = [
     "BatchResult",

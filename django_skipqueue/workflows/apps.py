@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.apps import AppConfig
 
-from ..extensions import Extension, Panel
+from django_skipqueue.extensions import Extension, Panel
 
 
 class WorkflowsConfig(Extension, AppConfig):
@@ -18,12 +18,12 @@ class WorkflowsConfig(Extension, AppConfig):
 
     def ready(self) -> None:
         """Count each batched job's outcome in the transaction that records it (hooks.py)."""
-        from ..hooks import register_outcome_listener
-        from .counting import count
+        from django_skipqueue.hooks import register_outcome_listener
+        from django_skipqueue.workflows.counting import count
 
         register_outcome_listener(count)
 
     def dashboard_panels(self, using: str) -> list[Panel]:
-        from .extension import dashboard_panels
+        from django_skipqueue.workflows.extension import dashboard_panels
 
         return dashboard_panels(using)

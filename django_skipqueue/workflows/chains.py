@@ -15,12 +15,20 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from ..compat import DEFAULT_TASK_BACKEND_ALIAS
-from ..context import resolve_task
-from ..enqueue import open_batch
-from ..payload import normalize_arguments
-from .models import Batch, Kind, Member
-from .opening import OpenBatch, TaskLike, callbacks, database_of, json_kwargs, parent_of, task_path
+from django_skipqueue.compat import DEFAULT_TASK_BACKEND_ALIAS
+from django_skipqueue.context import resolve_task
+from django_skipqueue.enqueue import open_batch
+from django_skipqueue.payload import normalize_arguments
+from django_skipqueue.workflows.models import Batch, Kind, Member
+from django_skipqueue.workflows.opening import (
+    OpenBatch,
+    TaskLike,
+    callbacks,
+    database_of,
+    json_kwargs,
+    parent_of,
+    task_path,
+)
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,12 @@ from typing import Any
 from django.db import DatabaseError, transaction
 from django.db.models import F
 
-from ..context import resolve_task
-from ..db.clock import DatabaseNow
-from ..enqueue import build_job, insert_job
-from ..hooks import Ended
-from ..states import JobStatus
-from .models import Batch, Kind, Member
+from django_skipqueue.context import resolve_task
+from django_skipqueue.db.clock import DatabaseNow
+from django_skipqueue.enqueue import build_job, insert_job
+from django_skipqueue.hooks import Ended
+from django_skipqueue.states import JobStatus
+from django_skipqueue.workflows.models import Batch, Kind, Member
 
 logger = logging.getLogger("django_skipqueue.workflows")
 

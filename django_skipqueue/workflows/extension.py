@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ..conf import get_settings
-from ..db.clock import DatabaseNowPlus
-from ..db.counting import capped_count
-from ..extensions import Panel
+from django_skipqueue.conf import get_settings
+from django_skipqueue.db.clock import DatabaseNowPlus
+from django_skipqueue.db.counting import capped_count
+from django_skipqueue.extensions import Panel
 
 #: How far back the dashboard counts failed batches.
 FAILED_WINDOW = timedelta(days=1)
@@ -18,7 +18,7 @@ FAILED_WINDOW = timedelta(days=1)
 
 def dashboard_panels(using: str) -> list[Panel]:
     """Batches and chains running, and failed in the last day: capped counts."""
-    from .models import Batch
+    from django_skipqueue.workflows.models import Batch
 
     cap = get_settings().STATUS_COUNT_CAP
     rows = Batch.objects.using(using)

@@ -16,16 +16,16 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ..apps import require_installed
-from ..compat import DEFAULT_TASK_BACKEND_ALIAS, Task
-from ..context import resolve_task
-from ..enqueue import open_batch
-from ..exceptions import BatchFinished
-from ..models import Job
-from ..payload import normalize_arguments
-from ..queues import queue_database
-from . import counting
-from .models import Batch, Kind, Member
+from django_skipqueue.apps import require_installed
+from django_skipqueue.compat import DEFAULT_TASK_BACKEND_ALIAS, Task
+from django_skipqueue.context import resolve_task
+from django_skipqueue.enqueue import open_batch
+from django_skipqueue.exceptions import BatchFinished
+from django_skipqueue.models import Job
+from django_skipqueue.payload import normalize_arguments
+from django_skipqueue.queues import queue_database
+from django_skipqueue.workflows import counting
+from django_skipqueue.workflows.models import Batch, Kind, Member
 
 #: A callback or a step: a Task, or the dotted path of one.
 TaskLike = Task | str

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..compat import DEFAULT_TASK_BACKEND_ALIAS
-from ..models import Job
-from ..states import JobStatus
-from .models import Batch
-from .opening import database_of
+from django_skipqueue.compat import DEFAULT_TASK_BACKEND_ALIAS
+from django_skipqueue.models import Job
+from django_skipqueue.states import JobStatus
+from django_skipqueue.workflows.models import Batch
+from django_skipqueue.workflows.opening import database_of
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,7 @@ import time
 
 from django_skipqueue.compat import TaskContext
 from django_skipqueue.tasks import task
-
-from .models import LedgerEntry
+from testproject.demo.models import LedgerEntry
 
 
 @task

@@ -61,8 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from django.utils.module_loading import import_string
 
     from django_skipqueue.compat import TaskBackendHandler
-
-    from .backends import MAPPED
+    from tests.conformance.backends import MAPPED
 
     original = TaskBackendHandler.create_connection
 

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from django.utils.module_loading import import_string
 
-from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
+from django_skipqueue.exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
 
 
 class Unanswered(MessageNotConfirmed):

@@ -11,9 +11,13 @@ import nats
 import nats.errors
 import nats.js.errors
 
-from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
-from . import MaybeTaken, Outgoing, Result, Transport
-from .names import characters_problem, header_name_problem, header_value_problem
+from django_skipqueue.exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
+from django_skipqueue.outbox.transports import MaybeTaken, Outgoing, Result, Transport
+from django_skipqueue.outbox.transports.names import (
+    characters_problem,
+    header_name_problem,
+    header_value_problem,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ import pika.frame
 import pika.spec
 from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
-from ...exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
-from . import Outgoing, Result, Transport, Unanswered
-from .names import MAX_SHORT_STRING_BYTES, length_problem
+from django_skipqueue.exceptions import BrokerUnavailable, MessageNotConfirmed, MessageRejected
+from django_skipqueue.outbox.transports import Outgoing, Result, Transport, Unanswered
+from django_skipqueue.outbox.transports.names import MAX_SHORT_STRING_BYTES, length_problem
 
 logger = logging.getLogger(__name__)
 #: Characters that fit a short string whatever they are (four bytes of UTF-8 at most each).
