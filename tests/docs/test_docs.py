@@ -33,6 +33,7 @@ from django.db import connection
 
 from tests.support import clean_machine, docpages
 from tests.support.brokers import NATS_PORT, RABBITMQ_PORT, rabbitmq_vhost, reachable
+from tests.support.reader_processes import free_port
 from tests.support.tutorial_runner import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +61,7 @@ HOWTO_PAGES = [
     "howto/schedule-tasks.md",
     "howto/batches.md",
     "howto/flow-control.md",
+    "howto/prometheus.md",
 ]
 #: What a page names but a test cannot have, and the stand-in written instead: the database
 #: servers of replicas.md become the project's own database (its settings' PROJECT["database"]),
@@ -184,7 +186,7 @@ def test_howto_page(page: str, tmp_path: Path):
         }
         _mysql(settings, f"DROP DATABASE IF EXISTS {name}")
         _mysql(settings, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
-    with _cleaned_up(runner, mysql), _broker_for(page, runner):
+    with _cleaned_up(runner, mysql), _broker_for(page, runner), _prometheus_for(page, runner):
         runner.follow(docpages.DOCS / page, mysql=mysql is not None)
     assert runner.stopped_at is None
     assert runner.checks, f"{page} has no 'run checks/...' directive: nothing was asserted"
@@ -219,6 +221,28 @@ def _broker_for(page: str, runner: Runner) -> Iterator[None]:
     finally:
         runner.kill_all()
         _delete_stream(stream)
+
+
+@contextmanager
+def _prometheus_for(page: str, runner: Runner) -> Iterator[None]:
+    """The Prometheus how-to's hosts become this machine: the workers' metrics port a free one,
+    the web app the page's runserver, over HTTP, with a token of the test's own (the
+    environment the page's settings read it from) in a file of the project."""
+    if page != "howto/prometheus.md":
+        yield
+        return
+    metrics_port = free_port()
+    runner.extra_env["SKIPQUEUE_METRICS_TOKEN"] = secrets.token_hex(16)
+    runner.replacements.update(
+        {
+            '["worker-1:9464", "worker-2:9464"]': f'["127.0.0.1:{metrics_port}"]',
+            "9464": str(metrics_port),
+            "scheme: https": "scheme: http",
+            '["www.example.com"]': f'["127.0.0.1:{runner.port}"]',
+            "/etc/prometheus/skipqueue-token": str(runner.root / "project" / "skipqueue-token"),
+        }
+    )
+    yield
 
 
 def _delete_stream(name: str) -> None:

@@ -100,3 +100,11 @@ def test_every_check_hint_points_at_a_docs_page_that_exists():
     assert "docs/reference/checks.md" in pages
     for page in pages:
         assert (ROOT / page).is_file(), page
+
+
+def test_readme_lists_every_how_to_page():
+    """A reader scanning the README's documentation list finds every how-to guide there."""
+    readme = (ROOT / "README.md").read_text()
+    linked = {Path(target).name for target, _ in PAGE_LINK.findall(readme) if "howto/" in target}
+    missing = sorted({page.name for page in (docpages.DOCS / "howto").glob("*.md")} - linked)
+    assert not missing, f"README.md's how-to list lacks {missing}"

@@ -13,6 +13,7 @@ Conventions of the pages it runs (the tutorial states them in a comment at its t
   ``next block as <path>`` directive (a fragment shown without its file), write that file;
   ``# <path>: add at the end`` appends to it; a trailing ``(SQLite only)`` limits the block to a
   project on SQLite. Any other python block is an error: every sample must be accounted for.
+- A ``yaml`` block (a Prometheus configuration) is written only after ``next block as <path>``.
 - ``pycon`` blocks are run by doctest inside ``python manage.py shell``.
 - ``text`` blocks are illustrations (a log excerpt, the statements a worker sends): not run,
   nor are MyST directives such as ``{note}``.
@@ -151,7 +152,7 @@ class Runner(ReaderProcesses, ReaderAdmin):
             self.console(block)
         elif block.language == "pycon":
             self.pycon(block)
-        elif block.language in ("python", "ini"):
+        elif block.language in ("python", "ini") or (self.next_path and block.language == "yaml"):
             self.file(block)
         elif block.language != "text" and not block.language.startswith("{"):
             raise AssertionError(f"{block.where}: no rule to run a {block.language!r} block")

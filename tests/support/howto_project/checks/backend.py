@@ -8,8 +8,8 @@ row that holds that call's arguments. A bulk with one invalid call raises and in
 from decimal import Decimal
 from pathlib import Path
 
+from checks.chores import record
 from orders.models import Cart, Order
-from shop.chores import record
 
 from django_skipqueue.compat import TaskResultDoesNotExist, task_backends
 from django_skipqueue.exceptions import InvalidPayload

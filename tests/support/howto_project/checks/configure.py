@@ -4,9 +4,9 @@ The backend accepts the page's three queues and no other, keeps its jobs on ``DA
 worker started without ``--queues`` serves them in the order of ``QUEUES``.
 """
 
+from checks.chores import ran, record
 from checks.common import burst
 from django.core.management import call_command
-from shop.chores import ran, record
 
 from django_skipqueue.backend import SkipQueueBackend
 from django_skipqueue.compat import InvalidTask, task_backends

@@ -10,8 +10,8 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+from checks.chores import record
 from django.utils import timezone
-from shop.chores import record
 
 from django_skipqueue.models import Job
 

@@ -8,11 +8,11 @@ SkipQueueBackend again, as after it. The page's script is saved as move_jobs.py.
 import datetime as dt
 import runpy
 
+from checks.chores import ran, record
 from checks.common import burst
 from django.test import override_settings
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
-from shop.chores import ran, record
 
 from django_skipqueue.compat import InvalidTask
 from django_skipqueue.models import Job

@@ -4,29 +4,30 @@ The page's ``DATABASES`` name hosts that do not exist here: the test substitutes
 own database for each (tests/docs/test_docs.py, ``STAND_INS``), so ``replica1`` and ``replica2``
 are other connections to the same database. Rows written inside an open transaction on
 ``default`` are visible on that connection only: a read that finds the uncommitted job went to
-the primary, one that misses the uncommitted customer went to a replica alias.
+the primary, one that misses the uncommitted user (a model of the project's) went to a
+replica alias.
 """
 
 import subprocess
 import sys
 
+from checks.chores import record
+from django.contrib.auth.models import User
 from django.db import connection, router, transaction
-from shop.chores import record
-from shop.models import Customer
 
 from django_skipqueue.conf import get_settings
 from django_skipqueue.models import Job
 
 assert router.db_for_read(Job) == "default", router.db_for_read(Job)
-assert router.db_for_read(Customer) in ("replica1", "replica2"), router.db_for_read(Customer)
+assert router.db_for_read(User) in ("replica1", "replica2"), router.db_for_read(User)
 
 with transaction.atomic(using="default"):
     result = record.enqueue("fresh")
-    customer = Customer.objects.create(name="ada")
+    user = User.objects.create(username="ada")
     assert Job.objects.filter(pk=result.id).exists(), "a read of the jobs table left the primary"
     assert record.get_result(result.id).args == ["fresh"], "get_result() read a replica"
     result.refresh()
-    assert not Customer.objects.filter(pk=customer.pk).exists(), "other reads stay on default"
+    assert not User.objects.filter(pk=user.pk).exists(), "other reads stay on default"
 
 replicas = list(get_settings().PURGE_REPLICAS)
 assert replicas == ["replica1", "replica2"], replicas

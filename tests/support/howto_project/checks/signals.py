@@ -5,7 +5,7 @@ this process (``Worker(...).run()``, docs/reference/workers.md) so that receiver
 hear ``task_started`` and ``task_finished``.
 """
 
-from shop.chores import record, sync_stock
+from checks.chores import record, sync_stock
 from shop.metrics import failures_counter
 
 from django_skipqueue.backend import SkipQueueBackend

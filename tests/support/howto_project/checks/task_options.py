@@ -10,12 +10,12 @@ import datetime as dt
 from decimal import Decimal
 from pathlib import Path
 
+from checks.chores import ran, record, sync_prices, sync_stock
 from checks.common import burst, finish, start_burst, wait_until
 from django.conf import settings
 from django.utils import timezone
 from orders.models import Cart, Order
 from shop import search
-from shop.chores import ran, record, sync_prices, sync_stock
 
 from django_skipqueue.compat import InvalidTask
 from django_skipqueue.exceptions import InvalidTaskOption

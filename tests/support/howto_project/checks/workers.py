@@ -7,7 +7,7 @@ leaving the rows the page describes: one supervisor and two workers, stopped.
 
 import runpy
 
-from shop.chores import ran, record
+from checks.chores import ran, record
 
 from django_skipqueue.models import Job, WorkerProcess
 

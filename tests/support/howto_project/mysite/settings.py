@@ -14,6 +14,9 @@ SECRET_KEY = "insecure-how-to-samples"
 USE_TZ = True
 TIME_ZONE = "UTC"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# As a new project has them: the URLs a page mounts, served by runserver on this machine.
+ROOT_URLCONF = "mysite.urls"
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -30,3 +33,5 @@ TASKS = {
 # Retries at once and few of them, so that a sample's failing job ends within a burst run.
 SKIPQUEUE_RETRY_BACKOFF = 0
 SKIPQUEUE_MAX_ATTEMPTS = 3
+# The checks' own tasks (checks/chores.py): what a check enqueues to watch the page's workers.
+SKIPQUEUE_TASK_MODULES = ["checks"]

@@ -1,4 +1,4 @@
-"""Tasks the checks of the reference pages enqueue to watch an option or a worker behave.
+"""Tasks the checks enqueue to watch an option or a worker behave.
 
 ``record`` appends its label to ``ran.txt``, so a check sees which jobs ran and in what order;
 ``sync_stock`` and ``sync_prices`` always fail, as the retries sample's task does when its
@@ -33,6 +33,12 @@ def sync_prices(sku: str) -> None:
 @task
 def nap(seconds: float) -> None:
     time.sleep(seconds)
+
+
+@task
+def ping(number: int) -> int:
+    """A job for a page that only watches jobs go by (Prometheus's figures)."""
+    return number
 
 
 def ran() -> list[str]:
