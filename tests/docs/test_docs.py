@@ -5,13 +5,11 @@ project in a temporary directory, with the test's virtualenv (django-skipqueue i
 this checkout). The tutorial's last section moves that project to MySQL/MariaDB; it runs when
 the suite itself runs on MySQL/MariaDB, against a database of its own.
 
-The how-to pages in ``HOWTO_PAGES`` each run in a new project from tests/support/howto_project:
-those marked ``new project`` get its settings and ``manage.py`` alone and write every module
-their samples import from their own blocks (app, models, migrations); the others still get
-that project's apps holding the modules their samples import but do not define. All run check
-scripts of that project (its ``checks/``) that drive the page's code with real workers and
-assert on the outcome. They run on SQLite, and on MySQL/MariaDB when the suite does, each in a
-database of its own.
+The how-to pages in ``HOWTO_PAGES`` each run in a new project from tests/support/howto_project
+(``new project``): its settings and ``manage.py`` alone; the page's own blocks write every
+module its samples import (app, models, migrations). Each runs check scripts of that project
+(its ``checks/``) that drive the page's code with real workers and assert on the outcome. They
+run on SQLite, and on MySQL/MariaDB when the suite does, each in a database of its own.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Create the project a how-to page's samples run in, from tests/support/howto_project.
 
-The tutorial builds its project with ``startproject``; a how-to page starts from a project that
-already has the modules its samples import but do not define (``orders.models``, ``orders.bus``,
-``shop.models``, ...), as real apps with migrations. The page's own blocks then add its files.
+The tutorial builds its project with ``startproject``; a how-to page starts from a project as
+docs/howto/install.md leaves it (its settings and ``manage.py``, no app of its own, not
+migrated), and its own blocks add every module it uses. The project's ``checks/`` are the
+scripts that drive the page's code and assert on the outcome.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -23,18 +23,11 @@ SQLITE_OPTIONS = {
 }
 
 
-def create(target: Path, apps: list[str], database: dict[str, Any] | None) -> Path:
-    """Copy the project and the named apps to ``target``; None means a SQLite file there.
-
-    An app that is not one of the template's must be an installed package (a page that
-    migrates from another queue installs that queue's app too); it is only listed.
-    """
-    own = [app for app in apps if (TEMPLATE / app / "models.py").exists()]
-    missing = [app for app in apps if app not in own and not importlib.util.find_spec(app)]
-    assert not missing, f"no app {missing} in {TEMPLATE}, nor installed"
+def create(target: Path, database: dict[str, Any] | None) -> Path:
+    """Copy the project to ``target``, on ``database`` (None: a SQLite file there)."""
     target.mkdir(parents=True)
     shutil.copyfile(TEMPLATE / "manage.py", target / "manage.py")
-    for name in ["mysite", "checks", *own]:
+    for name in ["mysite", "checks"]:
         shutil.copytree(TEMPLATE / name, target / name, ignore=IGNORE)
     if database is None:
         database = {
@@ -42,6 +35,5 @@ def create(target: Path, apps: list[str], database: dict[str, Any] | None) -> Pa
             "NAME": str(target / "db.sqlite3"),
             "OPTIONS": SQLITE_OPTIONS,
         }
-    project = {"apps": apps, "database": database}
-    (target / "project.json").write_text(json.dumps(project, indent=2))
+    (target / "project.json").write_text(json.dumps({"database": database}, indent=2))
     return target

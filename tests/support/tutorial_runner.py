@@ -23,11 +23,10 @@ Conventions of the pages it runs (the tutorial states them in a comment at its t
   (a few settings) to a file of the project. A how-to
   page starts with ``new project`` (the settings and ``manage.py`` of a project configured as
   docs/howto/install.md leaves it, on the test's database, unmigrated, and no app: the page's
-  own blocks write every module it imports and run ``makemigrations`` and ``migrate``) or, for
-  the pages not yet written that way, ``project with <app> ...`` (the same project with apps
-  from tests/support/howto_project holding the modules their samples import but do not define,
-  migrated). Either has ``run checks/<name>.py`` lines, scripts of that project that exercise
-  the page's code and assert on the outcome.
+  own blocks write every module it imports and run ``makemigrations`` and ``migrate``), and has
+  ``run checks/<name>.py`` lines, scripts of that project that exercise the page's code with
+  real workers and assert on the outcome (the tasks they enqueue to watch the workers are
+  theirs, in checks/chores.py).
 """
 
 from __future__ import annotations
@@ -94,7 +93,7 @@ class Runner(ReaderProcesses, ReaderAdmin):
     vendor: str = "sqlite"
     background: dict[str, subprocess.Popen[str]] = field(default_factory=dict)
     credentials: tuple[str, str] | None = None
-    #: The database of a how-to page's project (``project with``); None means SQLite.
+    #: The database of a how-to page's project (``new project``); None means SQLite.
     database: dict[str, Any] | None = None
     #: Environment variables of the test's own for the page's commands and checks (the names
     #: of a broker's stream made for this test, say).
@@ -270,9 +269,7 @@ class Runner(ReaderProcesses, ReaderAdmin):
             path, _, text = directive.text.removeprefix("admin page ").partition(" shows ")
             assert text in self.admin_page(path), f"{page.name}:{directive.line}: no {text!r}"
         elif directive.text == "new project":
-            self.new_project([], migrate=False)
-        elif directive.text.startswith("project with "):
-            self.new_project(directive.text.removeprefix("project with ").split())
+            self.new_project()
         elif directive.text.startswith("run "):
             self.run_check(directive.text.removeprefix("run "))
         elif directive.text == "mysql only from here":
@@ -284,13 +281,10 @@ class Runner(ReaderProcesses, ReaderAdmin):
             raise AssertionError(f"{page.name}:{directive.line}: unknown directive")
         return True
 
-    def new_project(self, apps: list[str], *, migrate: bool = True) -> None:
-        """Start from tests/support/howto_project with ``apps`` (migrated, as a page that does
-        not migrate itself assumes), or with none for a page that writes and migrates its own."""
-        self.cwd = projects.create(self.root / "project", apps, self.database)
+    def new_project(self) -> None:
+        """Start from tests/support/howto_project's settings and ``manage.py``, unmigrated."""
+        self.cwd = projects.create(self.root / "project", self.database)
         self.vendor = "sqlite" if self.database is None else "mysql"
-        if migrate:
-            self.run("python manage.py migrate --verbosity 0", None)
 
     def run_check(self, script: str) -> None:
         """Run one of the project's check scripts in ``manage.py shell``: it asserts outcomes."""

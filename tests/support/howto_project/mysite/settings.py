@@ -1,7 +1,7 @@
 """Settings of the project the how-to pages' samples run in.
 
-tests/support/projects.py copies this folder and writes ``project.json``: the apps a page needs
-and the database it runs on (SQLite or the suite's MySQL server).
+tests/support/projects.py copies this folder and writes ``project.json``: the database the page
+runs on (SQLite or the suite's MySQL server). A page adds its own apps to INSTALLED_APPS.
 """
 
 import json
@@ -21,7 +21,6 @@ INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django_skipqueue",
-    *PROJECT["apps"],
 ]
 DATABASES = {"default": PROJECT["database"]}
 TASKS = {
