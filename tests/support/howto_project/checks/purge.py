@@ -12,7 +12,7 @@ import runpy
 from pathlib import Path
 
 from django_skipqueue.models import Job
-from django_skipqueue.worker.supervisor import default_maintenance
+from django_skipqueue.worker import default_maintenance
 
 
 def check_history() -> None:

@@ -11,8 +11,7 @@ from shop.metrics import count_failures  # noqa: F401 (connects the page's recei
 
 from django_skipqueue.backend import SkipQueueBackend
 from django_skipqueue.compat import task_enqueued, task_finished, task_started
-from django_skipqueue.worker.loop import Worker
-from django_skipqueue.worker.options import WorkerOptions
+from django_skipqueue.worker import Worker, WorkerOptions
 
 heard: list[tuple[str, str, str]] = []
 started = {}
