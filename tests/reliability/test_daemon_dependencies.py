@@ -55,8 +55,21 @@ def stopped(daemon: Daemon, signum: int = signal.SIGTERM) -> None:
     assert (code, seconds < GRACE) == (0, True), (code, seconds, daemon.lines()[-5:])
 
 
+def existing_stream(server: PrivateNats, subject: str) -> None:
+    """Create a stream for ``subject`` on ``server``, then stop it: the stream is back from the
+    server's store when the server is. Created after the restart instead, it raced the relay:
+    a loaded machine let the relay publish first, and a subject no stream captures makes the
+    message a dead letter."""
+    server.start()
+    try:
+        NatsStream(subject, url=server.url).close(delete=False)
+    finally:
+        server.kill()
+
+
 def test_the_relay_waits_for_nats_and_stops_on_a_signal(manage_py, child_env, tmp_path):
-    server = PrivateNats(tmp_path / "jetstream")  # its port is free: nothing listens yet
+    server = PrivateNats(tmp_path / "jetstream")
+    existing_stream(server, "orders")  # its port is free again: nothing listens
     publish("orders", {"n": 1}, key="k", message_id="after-the-outage")
     env = {**child_env, **RELAY_ENV}
     relay = Daemon(
@@ -73,9 +86,7 @@ def test_the_relay_waits_for_nats_and_stops_on_a_signal(manage_py, child_env, tm
         assert relay.count(f"broker {DOWN}") == 1
 
         server.start()
-        stream = NatsStream("orders", url=server.url)
         wait_for(lambda: not OutboxMessage.objects.exists(), 30, what="the message sent")
-        stream.close()
         assert relay.count(f"broker {BACK}") == 1
 
         server.kill()  # gone while idle: its keepalive sees it
