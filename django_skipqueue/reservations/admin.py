@@ -25,7 +25,8 @@ from django_skipqueue.admin.detail import moment
 from django_skipqueue.admin.readonly import ReadOnlyAdmin
 from django_skipqueue.exceptions import ReservationError
 from django_skipqueue.reservations import api
-from django_skipqueue.reservations.models import HoldState, LedgerEntry, Pool, Reservation, Unit
+from django_skipqueue.reservations.models import LedgerEntry, Pool, Reservation, Unit
+from django_skipqueue.reservations.states import HoldState
 
 #: Holds that run out within this long are "expiring soon".
 SOON = timedelta(minutes=5)

@@ -22,6 +22,7 @@ from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_skipqueue.db.statements import Statement, slot_float, slot_int, slot_json, slot_str
 from django_skipqueue.reservations.models import LedgerEntry, Reservation, Unit
 from django_skipqueue.reservations.pools import free_units
+from django_skipqueue.reservations.states import HoldState
 
 #: Claims and sales of more units than this are compiled each time (one statement per size).
 MAX_COMPILED_UNITS = 32
@@ -49,7 +50,7 @@ def insert_hold(
         reference=reference,
         quantity=quantity,
         unit_seqs=[],
-        state="held",
+        state=HoldState.HELD,
         created_at=created_at,
         expires_at=expires_at,
         ended_at=None,

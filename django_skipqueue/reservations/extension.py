@@ -16,7 +16,8 @@ def metrics() -> Iterator[Any]:
     from django_skipqueue.monitoring.prometheus import (
         gauge,  # prometheus-client: only when scraped
     )
-    from django_skipqueue.reservations.models import HoldState, Reservation, Unit
+    from django_skipqueue.reservations.models import Reservation, Unit
+    from django_skipqueue.reservations.states import HoldState
 
     settings = get_settings()
     using, cap = settings.RESERVATION_DATABASE, settings.STATUS_COUNT_CAP

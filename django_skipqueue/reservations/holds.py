@@ -5,7 +5,13 @@ from __future__ import annotations
 from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_skipqueue.exceptions import HoldExpired, HoldNotActive, InsufficientStock, UnknownPool
 from django_skipqueue.reservations import compiled, ledger
-from django_skipqueue.reservations.models import HoldState, LedgerReason, Pool, Reservation
+from django_skipqueue.reservations.models import Pool, Reservation
+from django_skipqueue.reservations.states import (
+    ENDING_REASONS,
+    RETURNING_STATES,
+    HoldState,
+    LedgerReason,
+)
 from django_skipqueue.reservations.units import claim, hold_units
 
 
@@ -61,16 +67,15 @@ def confirm(using: str, reservation_id: int) -> Reservation:
         sold = hold_units(using, reservation).delete()[0]
     if sold != reservation.quantity:
         raise HoldNotActive(f"{reservation} no longer holds all its units")
-    compiled.record(
-        using, _pool(reservation), 0, LedgerReason.SALE, reservation.reference, reservation.pk
-    )
+    reason = ENDING_REASONS[HoldState.CONFIRMED]
+    compiled.record(using, _pool(reservation), 0, reason, reservation.reference, reservation.pk)
     return reservation
 
 
 def release(using: str, reservation_id: int) -> Reservation:
     """Give a held reservation's units back; a released or expired one is returned as it is."""
     reservation = _locked(using, reservation_id)
-    if reservation.state in (HoldState.RELEASED, HoldState.EXPIRED):
+    if reservation.state in RETURNING_STATES:
         return reservation
     if reservation.state != HoldState.HELD:
         raise _not_active(reservation)
@@ -86,8 +91,7 @@ def return_units(using: str, holds: list[Reservation], state: HoldState) -> None
         freed = hold_units(using, reservation).update(reserved_by=None, reserved_until=None)
         if freed != reservation.quantity:
             raise HoldNotActive(f"{reservation} no longer holds all its units")
-    reason = LedgerReason.RELEASE if state == HoldState.RELEASED else LedgerReason.EXPIRY
-    ledger.record_holds(using, holds, reason, +1)
+    ledger.record_holds(using, holds, ENDING_REASONS[state], +1)
 
 
 def _locked(using: str, reservation_id: int) -> Reservation:

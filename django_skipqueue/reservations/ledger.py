@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django_skipqueue.db.clock import DatabaseNow
-from django_skipqueue.reservations.models import LedgerEntry, LedgerReason, Reservation
+from django_skipqueue.reservations.models import LedgerEntry, Reservation
+from django_skipqueue.reservations.states import LedgerReason
 
 
 def record(

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from django.db import models
 
+from django_skipqueue.reservations.states import HoldState, LedgerReason
+
+__all__ = ["HoldState", "LedgerEntry", "LedgerReason", "Pool", "Reservation", "Unit"]
+
 #: Explicit: were the app left out of INSTALLED_APPS, its models would join
 #: django_skipqueue (the package around them) and name tables no migration creates.
 APP_LABEL = "skipqueue_reservations"
@@ -63,13 +67,6 @@ class Unit(models.Model):
         return f"unit {self.unit_seq} of item {self.item_id} at location {self.location_id}"
 
 
-class HoldState(models.TextChoices):
-    HELD = "held"
-    CONFIRMED = "confirmed"
-    RELEASED = "released"
-    EXPIRED = "expired"
-
-
 class Reservation(models.Model):
     """One hold on ``quantity`` units of a pool, and how it ended."""
 
@@ -92,15 +89,6 @@ class Reservation(models.Model):
 
     def __str__(self) -> str:
         return f"reservation {self.pk} of {self.quantity} x item {self.item_id} ({self.state})"
-
-
-class LedgerReason(models.TextChoices):
-    RESTOCK = "restock"
-    RETIRE = "retire"
-    HOLD = "hold"
-    RELEASE = "release"
-    EXPIRY = "expiry"
-    SALE = "sale"
 
 
 class LedgerEntry(models.Model):

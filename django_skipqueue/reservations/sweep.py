@@ -10,7 +10,8 @@ from __future__ import annotations
 from django_skipqueue.conf import get_settings
 from django_skipqueue.db.clock import DatabaseNow
 from django_skipqueue.reservations.holds import return_units
-from django_skipqueue.reservations.models import HoldState, Reservation
+from django_skipqueue.reservations.models import Reservation
+from django_skipqueue.reservations.states import HoldState
 from django_skipqueue.reservations.transactions import in_pool_transaction, pool_database
 
 
