@@ -165,6 +165,9 @@ class SkipQueueSettings:
     RESERVATION_DATABASE: str = "default"
     #: Seconds between two sweeps of expired holds by the maintenance loop.
     RESERVATION_SWEEP_INTERVAL: float = 5.0
+    #: Longest seconds a reserve or retire that found free units locked by other transactions
+    #: waits for them before it raises InsufficientStock (0: refuse at once, as SKIP LOCKED saw).
+    RESERVATION_LOCKED_WAIT: float = 0.2
 
     # Recurring tasks (django_skipqueue.scheduling, when installed).
     #: Schedules declared in settings: name -> {"task": ..., "cron": ... or "interval": ...}.

@@ -166,6 +166,7 @@ RULES: dict[str, Rule] = {
     "HEALTH_MAX_OUTBOX_AGE": seconds(),
     "HEALTH_MAX_SCHEDULE_LAG": seconds(),
     "RESERVATION_SWEEP_INTERVAL": seconds(),
+    "RESERVATION_LOCKED_WAIT": seconds(zero=True),
     "SCHEDULER_INTERVAL": seconds(),
     "SCHEDULER_GRACE": seconds(),
     "SCHEDULER_TICK_RETENTION": seconds(),

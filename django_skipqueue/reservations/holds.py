@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from django_skipqueue.conf import get_settings
 from django_skipqueue.db.clock import DatabaseNow, DatabaseNowPlus
 from django_skipqueue.exceptions import HoldExpired, HoldNotActive, InsufficientStock, UnknownPool
 from django_skipqueue.reservations import compiled, ledger
 from django_skipqueue.reservations.models import Pool, Reservation
+from django_skipqueue.reservations.shortage import claim_or_wait, committed_free
 from django_skipqueue.reservations.states import (
     ENDING_REASONS,
     RETURNING_STATES,
     HoldState,
     LedgerReason,
 )
-from django_skipqueue.reservations.units import claim, hold_units
+from django_skipqueue.reservations.units import hold_units
 
 
 def hold(
@@ -34,7 +36,7 @@ def hold(
             created_at=DatabaseNow(),
             expires_at=DatabaseNowPlus(ttl),
         )
-    seqs = claim(using, pool, quantity)
+    seqs = claim_or_wait(using, pool, quantity)
     if len(seqs) < quantity:
         raise _shortage(using, pool, quantity, len(seqs))
     reservation.unit_seqs = seqs
@@ -49,6 +51,18 @@ def _shortage(using: str, pool: tuple[int, int], wanted: int, found: int) -> Exc
         return UnknownPool(f"no pool for item {pool[0]} at location {pool[1]}")
     return InsufficientStock(
         f"item {pool[0]} at location {pool[1]}: {wanted} asked, {found} free units claimable"
+        + _locked_note(using, pool, wanted)
+    )
+
+
+def _locked_note(using: str, pool: tuple[int, int], wanted: int) -> str:
+    """Say so when the refusal came after the wait: enough were free, but locked throughout."""
+    if committed_free(using, pool, wanted) < wanted:
+        return ""
+    wait = get_settings().RESERVATION_LOCKED_WAIT
+    return (
+        f" (enough are free, but other transactions kept them locked for over {wait:g} s:"
+        " SKIPQUEUE_RESERVATION_LOCKED_WAIT)"
     )
 
 

@@ -7,8 +7,10 @@ from django.db.models import F
 from django_skipqueue.conf import get_settings
 from django_skipqueue.exceptions import InsufficientStock, PoolFull, UnknownPool
 from django_skipqueue.reservations import ledger
-from django_skipqueue.reservations.models import LedgerReason, Pool, Unit
-from django_skipqueue.reservations.units import claim, pool_units
+from django_skipqueue.reservations.models import Pool, Unit
+from django_skipqueue.reservations.shortage import claim_or_wait
+from django_skipqueue.reservations.states import LedgerReason
+from django_skipqueue.reservations.units import pool_units
 
 
 def restock(using: str, pool: tuple[int, int], quantity: int, reference: str) -> int:
@@ -36,7 +38,7 @@ def restock(using: str, pool: tuple[int, int], quantity: int, reference: str) ->
 def retire(using: str, pool: tuple[int, int], quantity: int, reference: str) -> int:
     """Take ``quantity`` free units out of the pool; return the units left in it."""
     registry = _locked_pool(using, pool, create=False)
-    seqs = claim(using, pool, quantity)
+    seqs = claim_or_wait(using, pool, quantity)
     if len(seqs) < quantity:
         raise InsufficientStock(
             f"item {pool[0]} at location {pool[1]}: {quantity} to retire, "
