@@ -15,7 +15,8 @@ from __future__ import annotations
 import time
 
 from django_skipqueue.conf import get_settings
-from django_skipqueue.reservations.units import claim, free_units
+from django_skipqueue.reservations.pools import free_units
+from django_skipqueue.reservations.units import claim
 
 #: First pause before a claim is tried again; it doubles up to LONGEST_PAUSE.
 FIRST_PAUSE = 0.001
