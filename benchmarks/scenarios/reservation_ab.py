@@ -1,10 +1,10 @@
 """Reservation cycles on one hot item before and after a change, two commits interleaved.
 
-``python -m benchmarks.reservation_ab --before REV [--after REV] [--clients 1,4,16]
+``python -m benchmarks reservation_ab --before REV [--after REV] [--clients 1,4,16]
 [--seconds 8] [--rounds 3]``
 
 Each commit is checked out in a git worktree of its own with a database of its own (as
-:mod:`benchmarks.before_after` does; every client runs its side's ``django_skipqueue``). For
+:mod:`benchmarks.sides` sets them up; every client runs its side's ``django_skipqueue``). For
 each count of clients, round after round, the sides alternating which goes first (AB, BA), N
 client processes start, set Django up, and then run cycles for the same wall-clock window:
 ``reserve(1)`` of the hot item, then ``confirm`` (even cycles) or ``release`` (odd ones), each
@@ -22,8 +22,8 @@ import subprocess
 import sys
 import time
 
-from benchmarks.before_after import Side, _git, ab_parser, outcome, remove_worktrees, sides_of
 from benchmarks.harness import interleaved
+from benchmarks.sides import Side, _git, ab_parser, outcome, remove_worktrees, sides_of
 from benchmarks.stats import ratio, summary
 
 #: testproject.settings: the test project installs the reservations app.
