@@ -165,9 +165,19 @@ def check_shared_database(backend: SkipQueueBackend) -> list[CheckMessage]:
     return []
 
 
+#: The backend class, named rather than imported: the backend runs these checks, so this
+#: module sits below it in the package's layers (docs/discussions/architecture.md).
+BACKEND_CLASS = ("django_skipqueue.backend", "SkipQueueBackend")
+
+
+def is_skipqueue_backend(backend: object) -> bool:
+    """Whether ``backend`` is a SkipQueueBackend or a subclass of it."""
+    classes = type(backend).__mro__
+    return any((cls.__module__, cls.__qualname__) == BACKEND_CLASS for cls in classes)
+
+
 def _skipqueue_aliases() -> list[tuple[str, str]]:
     """(alias, database alias) of each SkipQueueBackend in TASKS, in settings order."""
-    from django_skipqueue.backend import SkipQueueBackend
     from django_skipqueue.compat import task_backends
 
     found = []
@@ -176,8 +186,8 @@ def _skipqueue_aliases() -> list[tuple[str, str]]:
             backend = task_backends[alias]
         except Exception:  # a backend that cannot load has its own error
             continue
-        if isinstance(backend, SkipQueueBackend):
-            found.append((alias, backend.database))
+        if is_skipqueue_backend(backend):
+            found.append((alias, backend.database))  # type: ignore[attr-defined]
     return found
 
 

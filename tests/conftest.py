@@ -17,6 +17,15 @@ from django.db import connection, connections
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Draw the property tests' random seed once per run, before any xdist worker starts:
+    each worker collects the same test ids (tests/properties/strategies.py)."""
+    if not hasattr(config, "workerinput"):
+        import secrets
+
+        os.environ.setdefault("SKIPQUEUE_PROPERTY_SEED", str(secrets.randbelow(2**32)))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from tests.support.brokers import NATS_PORT, RABBITMQ_PORT, reachable
 
