@@ -183,7 +183,8 @@ ensure_servers() {
 test_packages() {
     # prometheus: the metrics tests start the binary on a port of their own (never the service).
     # iproute2, nftables: the multi-host rig (network namespaces, tc netem, nft drop rules).
-    [[ "$EXTRAS" != *test* ]] || install_packages chromium faketime prometheus iproute2 nftables
+    # curl: the Prometheus how-to reads the metrics endpoints with it, as its reader does.
+    [[ "$EXTRAS" != *test* ]] || install_packages chromium faketime prometheus iproute2 nftables curl
 }
 
 make_virtualenv
