@@ -118,3 +118,21 @@ def test_what_publish_takes_reaches_a_nats_consumer_unchanged(seed_value):
 
     with override_settings(SKIPQUEUE_OUTBOX_TOPICS=topics):
         run(seed_value, body, messages, examples=5)
+
+
+@pytest.mark.nats
+def test_a_non_ascii_id_and_header_value_reach_a_nats_consumer_unchanged():
+    """Found by a random seed: the examples that failed when the reader took nats-py's
+    ``Header`` objects for the values sent (tests/support/brokers.py reads them as text)."""
+    subject = f"orders-{secrets.token_hex(4)}"
+    stream = NatsStream(subject, duplicate_window=120.0)
+    try:
+        with override_settings(
+            SKIPQUEUE_OUTBOX_TOPICS={**settings.SKIPQUEUE_OUTBOX_TOPICS, "orders": subject}
+        ):
+            taken = published([({"a": [1]}, "", "¡", {"0": "¡x€😀"}), ({}, "k", None, {})])
+            relay_all(NatsTransport(f"nats://127.0.0.1:{NATS_PORT}"))
+        assert len(taken) == 2 and "¡" in taken
+        check(stream.messages(), taken)
+    finally:
+        stream.close()

@@ -18,7 +18,7 @@ import pytest
 from django.db import connection, connections
 from django.db.models import Sum
 
-from django_skipqueue.db import statements as dbretry
+from django_skipqueue.db import transactions as dbretry
 from django_skipqueue.db.clock import DatabaseNowPlus, read_db_now
 from django_skipqueue.maintenance import reap as reaper
 from django_skipqueue.models import Job, QueueMinute
@@ -106,7 +106,10 @@ def test_a_lock_wait_timeout_in_a_completion_batch_retries_the_whole_batch(
     figures.update(lock_wait_retries=retryable_seen.count(1205),
                    waited_s=round(time.monotonic() - began, 1))  # fmt: skip
     assert retryable_seen.count(1205) >= 2, "the batch met the held lock and was retried"
-    assert all(seen == ["claimed", "claimed"] for seen in seen_half), "nothing committed half"
+    # A read may land between the batch's commit and the watcher's stop, and see it whole:
+    # what must never be seen is one success committed without the other.
+    assert all(len(set(seen)) == 1 for seen in seen_half), "nothing committed half"
+    assert ["claimed", "claimed"] in seen_half, "the successes waited with the held row"
     assert [outcome.lost for outcome in batch] == [False, False, False]
     assert statuses(first.pk, second.pk, third.pk) == ["succeeded", "succeeded", "ready"]
     assert len(Job.objects.get(pk=third.pk).errors) == 1

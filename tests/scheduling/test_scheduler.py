@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -27,6 +28,10 @@ def behind(row: Schedule, ticks: int) -> None:
     """Put the schedule ``ticks`` ticks in the past, as after a downtime."""
     now = read_db_now("default")
     step = timedelta(seconds=row.interval_seconds or 60)
+    until_next = step - (now - now.replace(second=0, microsecond=0)) % step
+    if until_next < timedelta(seconds=10):  # a tick falling due before the test's turn
+        time.sleep(until_next.total_seconds() + 0.5)
+        now = read_db_now("default")
     latest = now - (now - now.replace(second=0, microsecond=0)) % step
     Schedule.objects.filter(pk=row.pk).update(next_tick_at=latest - step * (ticks - 1))
 

@@ -121,7 +121,7 @@ class NatsStream:
                 if info.state.messages == 0:
                     break
                 message = await self._js.get_msg(self.name, seq)
-                headers = dict(message.headers or {})
+                headers = {name: _text(value) for name, value in (message.headers or {}).items()}
                 received.append(
                     Received(
                         json.loads(message.data),
@@ -144,3 +144,15 @@ class NatsStream:
 
     def _run(self, coroutine: Any) -> Any:
         return self._loop.run_until_complete(coroutine)
+
+
+def _text(value: Any) -> str:
+    """A header value as sent: nats-py reads a stored message's headers with the email
+    parser, which gives a non-ASCII value as an ``email.header.Header`` of its raw bytes
+    (its subscriptions parse the same bytes to ``str``)."""
+    if isinstance(value, str):
+        return value
+    from email.header import decode_header
+
+    parts = decode_header(value)
+    return b"".join(p if isinstance(p, bytes) else p.encode() for p, _ in parts).decode()

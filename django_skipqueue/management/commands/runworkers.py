@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_skipqueue.backend import QUEUE_NAME_PATTERN, SkipQueueBackend
 from django_skipqueue.conf import get_settings
+from django_skipqueue.db.outage import is_access_denied, outage
 from django_skipqueue.db.packets import byte_limits_problem
 from django_skipqueue.extensions import SideProcess, extensions
 from django_skipqueue.management.arguments import (
@@ -157,7 +158,14 @@ class Command(BaseCommand):
         using = backend_named(options["backend"]).database
         if options["burst"]:
             bound_network_waits(using)  # the supervisor's connection: see worker.heartbeat
-            database_ready(using, once=True)
+            try:
+                database_ready(using, once=True)
+            except CommandError as failure:
+                # Refused credentials are logged as every worker logs them (who, where, the
+                # fix), for the log collector; an unreachable server is the one line below.
+                if failure.__cause__ is not None and is_access_denied(failure.__cause__):
+                    outage(using).failed(failure.__cause__)
+                raise
         else:
             wait_for_database(using)
         return super().execute(*args, **options)
