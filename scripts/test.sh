@@ -8,6 +8,12 @@ source scripts/setup.sh
 export PYTHONDONTWRITEBYTECODE=1
 
 MYSQL_URL="${SKIPQUEUE_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/skipqueue}"
+# Test processes per database pass (pytest-xdist, a test module per process at a time, each
+# process with a test database of its own): most tests wait on workers, servers and brokers
+# rather than compute, so two processes on two cores halve the MariaDB pass. 1: one process.
+WORKERS="${SKIPQUEUE_TEST_WORKERS:-2}"
+parallel=()
+[[ "$WORKERS" == 1 ]] || parallel=(-n "$WORKERS" --dist loadfile)
 PG_URL="${SKIPQUEUE_TEST_PG_URL:-postgres://postgres@127.0.0.1:5432/skipqueue}"
 
 step() { printf '\n=== %s ===\n' "$*"; }
@@ -23,7 +29,7 @@ step "docs (warnings are errors)"
 sphinx-build -q -W --keep-going -b html docs docs/_build/html
 
 step "tests on MariaDB"
-DATABASE_URL="$MYSQL_URL" pytest "$@"
+DATABASE_URL="$MYSQL_URL" pytest "${parallel[@]}" "$@"
 step "Django's own tasks tests against SkipQueueBackend (docs/reference/conformance.md)"
 DATABASE_URL="$MYSQL_URL" bash scripts/conformance.sh -q
 # The older Django versions and the package run on MariaDB, in databases of their own, while
@@ -41,10 +47,10 @@ trap 'kill "$OLDER_PID" 2>/dev/null || true' EXIT
 # pages, broker transports, argument parsing, signals) run on MariaDB alone, and the long
 # multi-process scenarios run shorter there (tests/support/scale.py; notes/TEAM.md).
 step "tests on PostgreSQL"
-DATABASE_URL="$PG_URL" pytest -m "not mysql and not browser and not vendor_neutral" "$@"
+DATABASE_URL="$PG_URL" pytest "${parallel[@]}" -m "not mysql and not browser and not vendor_neutral" "$@"
 step "tests on SQLite"
 DATABASE_URL="sqlite:///$PWD/testproject/test.sqlite3" \
-    pytest -m "not mysql and not skip_locked and not browser and not vendor_neutral" "$@"
+    pytest "${parallel[@]}" -m "not mysql and not skip_locked and not browser and not vendor_neutral" "$@"
 step "older Django versions (scripts/matrix.sh) and the package (scripts/package.sh), run meanwhile"
 older=0
 wait "$OLDER_PID" || older=$?
