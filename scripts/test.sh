@@ -51,6 +51,13 @@ DATABASE_URL="$PG_URL" pytest "${parallel[@]}" -m "not mysql and not browser and
 step "tests on SQLite"
 DATABASE_URL="sqlite:///$PWD/testproject/test.sqlite3" \
     pytest "${parallel[@]}" -m "not mysql and not skip_locked and not browser and not vendor_neutral" "$@"
+# The core's own tests with none of the optional apps installed (tests/support/core_only.py):
+# the test modules that need an app are left out, and a core module that imports one fails.
+step "the core's own tests without the optional apps, on SQLite"
+DATABASE_URL="sqlite:///$PWD/testproject/core_only.sqlite3" SKIPQUEUE_TEST_CORE_ONLY=1 \
+    pytest "${parallel[@]}" -m "not mysql and not skip_locked and not browser" "$@" \
+    tests/states tests/backend tests/worker tests/maintenance tests/db tests/flow tests/testing \
+    tests/monitoring tests/admin
 step "older Django versions (scripts/matrix.sh) and the package (scripts/package.sh), run meanwhile"
 older=0
 wait "$OLDER_PID" || older=$?

@@ -32,6 +32,10 @@ INSTALLED_APPS = [
     "django_skipqueue.workflows",
     "testproject.demo",
 ]
+# The core's own tests run without the optional apps (tests/support/core_only.py).
+CORE_ONLY = env.bool("SKIPQUEUE_TEST_CORE_ONLY", default=False)
+if CORE_ONLY:
+    INSTALLED_APPS = [app for app in INSTALLED_APPS if not app.startswith("django_skipqueue.")]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -83,21 +87,25 @@ TASKS = {
 }
 
 # The outbox: tests start relays with --broker, and shorten the lease to see takeovers.
-SKIPQUEUE_OUTBOX_BROKER_URL = env.str("SKIPQUEUE_OUTBOX_BROKER_URL", default="") or None
-# Tests on the shared NATS server send "orders" to a subject of their own (streams must not
-# overlap); None sends it to the subject or exchange "orders".
-SKIPQUEUE_OUTBOX_TOPICS = {
-    "orders": env.str("SKIPQUEUE_TEST_ORDERS_DESTINATION", default="") or None,
-    "payments": "payments-exchange",
-    "audit": None,
-}
-SKIPQUEUE_OUTBOX_LEASE_SECONDS = env.float("SKIPQUEUE_OUTBOX_LEASE_SECONDS", default=30.0)
-SKIPQUEUE_OUTBOX_MAX_ATTEMPTS = env.int("SKIPQUEUE_OUTBOX_MAX_ATTEMPTS", default=10)
-SKIPQUEUE_OUTBOX_RETRY_BACKOFF = env.float("SKIPQUEUE_OUTBOX_RETRY_BACKOFF", default=1.0)
-SKIPQUEUE_OUTBOX_RETRY_BACKOFF_MAX = env.float("SKIPQUEUE_OUTBOX_RETRY_BACKOFF_MAX", default=300.0)
-SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES = env.int(
-    "SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES", default=256 * 1024
-)
+# A project without the outbox does not configure it (checks E104, E205, E305 would say so).
+if not CORE_ONLY:
+    SKIPQUEUE_OUTBOX_BROKER_URL = env.str("SKIPQUEUE_OUTBOX_BROKER_URL", default="") or None
+    # Tests on the shared NATS server send "orders" to a subject of their own (streams must not
+    # overlap); None sends it to the subject or exchange "orders".
+    SKIPQUEUE_OUTBOX_TOPICS = {
+        "orders": env.str("SKIPQUEUE_TEST_ORDERS_DESTINATION", default="") or None,
+        "payments": "payments-exchange",
+        "audit": None,
+    }
+    SKIPQUEUE_OUTBOX_LEASE_SECONDS = env.float("SKIPQUEUE_OUTBOX_LEASE_SECONDS", default=30.0)
+    SKIPQUEUE_OUTBOX_MAX_ATTEMPTS = env.int("SKIPQUEUE_OUTBOX_MAX_ATTEMPTS", default=10)
+    SKIPQUEUE_OUTBOX_RETRY_BACKOFF = env.float("SKIPQUEUE_OUTBOX_RETRY_BACKOFF", default=1.0)
+    SKIPQUEUE_OUTBOX_RETRY_BACKOFF_MAX = env.float(
+        "SKIPQUEUE_OUTBOX_RETRY_BACKOFF_MAX", default=300.0
+    )
+    SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES = env.int(
+        "SKIPQUEUE_OUTBOX_MAX_PAYLOAD_BYTES", default=256 * 1024
+    )
 
 # The metrics view's bearer token (tests/monitoring/test_prometheus.py scrapes with it).
 SKIPQUEUE_METRICS_TOKEN = env.str("SKIPQUEUE_METRICS_TOKEN", default="") or None

@@ -26,6 +26,26 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault("SKIPQUEUE_PROPERTY_SEED", str(secrets.randbelow(2**32)))
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Without the optional apps (SKIPQUEUE_TEST_CORE_ONLY=1), leave out the test modules that
+    need one (tests/support/core_only.py); None lets pytest decide the rest."""
+    from tests.support import core_only
+
+    if collection_path.suffix == ".py" and core_only.enabled():
+        return core_only.needs_an_app(collection_path) or None
+    return None
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Say how much of the suite a core-only run leaves out, so that the log shows it."""
+    from tests.support import core_only
+
+    if not core_only.enabled():
+        return None
+    left_out = core_only.left_out_modules()
+    return f"core only: the optional apps are not installed; {len(left_out)} test modules left out"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from tests.support.brokers import NATS_PORT, RABBITMQ_PORT, reachable
 
@@ -53,6 +73,18 @@ def forget_paused_queues() -> Iterator[None]:
     queues.forget()
     yield
     queues.forget()
+
+
+@pytest.fixture(autouse=True)
+def no_optional_app_imported() -> Iterator[None]:
+    """Without the optional apps, fail the test after which a module of one was imported: a
+    core module imported it (tests/support/core_only.py)."""
+    from tests.support import core_only
+
+    yield
+    if core_only.enabled():
+        imported = core_only.imported_apps()
+        assert not imported, f"a core module imports an optional app: {', '.join(imported)}"
 
 
 @pytest.fixture
