@@ -13,7 +13,7 @@ MYSQL_URL="${SKIPQUEUE_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/skipqueue}"
 # rather than compute, so two processes on two cores halve the MariaDB pass. 1: one process.
 WORKERS="${SKIPQUEUE_TEST_WORKERS:-2}"
 parallel=()
-[[ "$WORKERS" == 1 ]] || parallel=(-n "$WORKERS" --dist loadfile)
+[[ "$WORKERS" == 1 ]] || parallel=(-n "$WORKERS" --dist loadfile --no-loadscope-reorder)
 PG_URL="${SKIPQUEUE_TEST_PG_URL:-postgres://postgres@127.0.0.1:5432/skipqueue}"
 
 step() { printf '\n=== %s ===\n' "$*"; }
